@@ -1,0 +1,3 @@
+from cachediag.entry import main
+
+main()

@@ -1,0 +1,1 @@
+"""Pure accounting over normalised records: outcomes, causes, summaries. No I/O."""

@@ -1,0 +1,204 @@
+"""Naming the cause of a miss (prompt-cache.md §4), never claiming more than the log shows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from cachediag.model import Fingerprint, RequestRecord, ServerReason
+
+
+class Cause(StrEnum):
+    SYSTEM_PROMPT_CHANGED = "system_prompt_changed"
+    TOOLS_CHANGED = "tools_changed"
+    MODEL_CHANGED = "model_changed"
+    FAST_MODE_CHANGED = "fast_mode_changed"
+    CACHE_SCOPE_OR_TTL_CHANGED = "cache_scope_or_ttl_changed"
+    BETAS_CHANGED = "betas_changed"
+    EFFORT_CHANGED = "effort_changed"
+    THINKING_MODE_CHANGED = "thinking_mode_changed"
+    THINKING_DISPLAY_CHANGED = "thinking_display_changed"
+    AUTO_MODE_CHANGED = "auto_mode_changed"
+    OVERAGE_CHANGED = "overage_changed"
+    EXTRA_BODY_CHANGED = "extra_body_changed"
+    DEFER_LOADING_CHANGED = "defer_loading_changed"
+    MESSAGES_REWRITTEN = "messages_rewritten"
+    TTL_EXPIRED_5M = "ttl_expired_5m"
+    TTL_EXPIRED_1H = "ttl_expired_1h"
+    LIKELY_SERVER_SIDE = "likely_server_side"
+    UNKNOWN = "unknown"
+
+
+SERVER_REASONS: dict[str, Cause] = {
+    "model_changed": Cause.MODEL_CHANGED,
+    "system_changed": Cause.SYSTEM_PROMPT_CHANGED,
+    "tools_changed": Cause.TOOLS_CHANGED,
+    "messages_changed": Cause.MESSAGES_REWRITTEN,
+}
+
+# Fingerprint fields whose change maps one-to-one onto a cause, in the table's order.
+_SIMPLE_DIMENSIONS: tuple[tuple[str, Cause], ...] = (
+    ("model", Cause.MODEL_CHANGED),
+    ("fast_mode", Cause.FAST_MODE_CHANGED),
+    ("betas", Cause.BETAS_CHANGED),
+    ("effort", Cause.EFFORT_CHANGED),
+    ("auto_mode", Cause.AUTO_MODE_CHANGED),
+    ("overage", Cause.OVERAGE_CHANGED),
+    ("extra_body_hash", Cause.EXTRA_BODY_CHANGED),
+    ("defer_loading", Cause.DEFER_LOADING_CHANGED),
+)
+
+
+@dataclass(slots=True, frozen=True)
+class MissEvidence:
+    """What the ledger saw around one miss or rebuild; kept for detailed reports."""
+
+    gap_s: float
+    ttl_in_force: str
+    prev_cached_tokens: int
+    """What the previous request left in the cache (its read + creation)."""
+    read_tokens: int
+    fell_back_to: str
+    """``nothing`` (read 0), ``earlier_prefix`` (a shorter prefix survived)."""
+    model_before: str | None
+    model_after: str | None
+    server_reason: str | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class Diagnosis:
+    causes: tuple[Cause, ...]
+    source: str
+    """``server`` when the API said why, ``inferred`` otherwise."""
+    tools_added: tuple[str, ...] | None = None
+    tools_removed: tuple[str, ...] | None = None
+    tools_changed: tuple[str, ...] | None = None
+    system_char_delta: int | None = None
+    system_blocks_changed: tuple[int, ...] | None = None
+    first_rewritten_message: int | None = None
+    first_rewritten_role: str | None = None
+
+    @property
+    def named(self) -> bool:
+        return self.causes != (Cause.UNKNOWN,)
+
+
+def _changed(before: object, after: object) -> bool:
+    return before is not None and after is not None and before != after
+
+
+def diff_fingerprints(prev: Fingerprint, cur: Fingerprint) -> Diagnosis:
+    """Every dimension that differs between two fully visible requests."""
+    causes: list[Cause] = []
+    added = removed = changed_tools = None
+    delta = None
+    blocks = None
+    first_msg = None
+    first_role = None
+    if _changed(prev.system_hashes, cur.system_hashes):
+        causes.append(Cause.SYSTEM_PROMPT_CHANGED)
+        assert prev.system_hashes is not None and cur.system_hashes is not None
+        n = max(len(prev.system_hashes), len(cur.system_hashes))
+        blocks = tuple(
+            i
+            for i in range(n)
+            if i >= len(prev.system_hashes)
+            or i >= len(cur.system_hashes)
+            or prev.system_hashes[i] != cur.system_hashes[i]
+        )
+        if prev.system_chars is not None and cur.system_chars is not None:
+            delta = cur.system_chars - prev.system_chars
+    elif _changed(prev.system_cache_control, cur.system_cache_control):
+        causes.append(Cause.CACHE_SCOPE_OR_TTL_CHANGED)
+    if _changed(prev.tools, cur.tools):
+        causes.append(Cause.TOOLS_CHANGED)
+        assert prev.tools is not None and cur.tools is not None
+        before, after = dict(prev.tools), dict(cur.tools)
+        added = tuple(sorted(set(after) - set(before)))
+        removed = tuple(sorted(set(before) - set(after)))
+        changed_tools = tuple(sorted(n for n in set(before) & set(after) if before[n] != after[n]))
+    for attr, cause in _SIMPLE_DIMENSIONS:
+        if _changed(getattr(prev, attr), getattr(cur, attr)):
+            causes.append(cause)
+    if _changed(prev.thinking_mode, cur.thinking_mode):
+        causes.append(Cause.THINKING_MODE_CHANGED)
+    elif _changed(prev.thinking_display, cur.thinking_display):
+        causes.append(Cause.THINKING_DISPLAY_CHANGED)
+    if prev.message_hashes is not None and cur.message_hashes is not None:
+        first_msg = first_rewritten_message(prev.message_hashes, cur.message_hashes)
+        if first_msg is not None:
+            causes.append(Cause.MESSAGES_REWRITTEN)
+            roles = cur.message_roles or ()
+            first_role = roles[first_msg] if first_msg < len(roles) else None
+    return Diagnosis(
+        causes=tuple(causes),
+        source="inferred",
+        tools_added=added,
+        tools_removed=removed,
+        tools_changed=changed_tools,
+        system_char_delta=delta,
+        system_blocks_changed=blocks,
+        first_rewritten_message=first_msg,
+        first_rewritten_role=first_role,
+    )
+
+
+def first_rewritten_message(prev: tuple[str, ...], cur: tuple[str, ...]) -> int | None:
+    """First index inside ``prev``'s list that now differs; ``None`` for a pure extension.
+
+    The newest message of ``prev`` is allowed to differ only if ``cur`` is shorter: a
+    conversation that simply grows is not a rewrite.
+    """
+    for i, h in enumerate(prev):
+        if i >= len(cur) or cur[i] != h:
+            return i
+    return None
+
+
+def expiry_cause(ttl_in_force: str) -> Cause:
+    return Cause.TTL_EXPIRED_1H if ttl_in_force == "1h" else Cause.TTL_EXPIRED_5M
+
+
+def diagnose_miss(
+    prev: RequestRecord, cur: RequestRecord, evidence: MissEvidence, ttl_window_s: float
+) -> Diagnosis:
+    """Causes of one miss: server word first, then changed dimensions, then the clock."""
+    server = cur.server_reason
+    if server is not None and server.type is not None:
+        mapped = SERVER_REASONS.get(server.type)
+        if mapped is not None:
+            return Diagnosis(causes=(mapped,), source="server")
+    expired = evidence.gap_s >= ttl_window_s
+    if prev.fingerprint is not None and cur.fingerprint is not None:
+        diagnosis = diff_fingerprints(prev.fingerprint, cur.fingerprint)
+        if diagnosis.causes:
+            return diagnosis
+        if expired:
+            return Diagnosis(causes=(expiry_cause(evidence.ttl_in_force),), source="inferred")
+        return Diagnosis(causes=(Cause.LIKELY_SERVER_SIDE,), source="inferred")
+    return _diagnose_from_usage(prev, cur, evidence, expired, server)
+
+
+def _diagnose_from_usage(
+    prev: RequestRecord,
+    cur: RequestRecord,
+    evidence: MissEvidence,
+    expired: bool,
+    server: ServerReason | None,
+) -> Diagnosis:
+    # Transcripts and usage-only logs see no prompt: only the model, the clock and
+    # where the cache read fell back to.
+    if _changed(prev.model, cur.model):
+        return Diagnosis(causes=(Cause.MODEL_CHANGED,), source="inferred")
+    if expired:
+        return Diagnosis(causes=(expiry_cause(evidence.ttl_in_force),), source="inferred")
+    if server is not None and server.type is None:
+        # The server compared the prefix and found no divergence, inside the TTL.
+        return Diagnosis(causes=(Cause.LIKELY_SERVER_SIDE,), source="server")
+    if evidence.read_tokens > 0:
+        # Tools, system and the start of the conversation were still readable, so the
+        # cache was alive and the request's own earlier content differed past that point.
+        return Diagnosis(causes=(Cause.MESSAGES_REWRITTEN,), source="inferred")
+    # A read that falls to zero inside the TTL with the same model cannot tell a tool or
+    # system change from a server-side loss.
+    return Diagnosis(causes=(Cause.UNKNOWN,), source="inferred")

@@ -1,0 +1,181 @@
+"""The per-stream ledger: the outcome of every request (prompt-cache.md §2).
+
+One implementation serves every caller: ``analyze`` replays a whole stream, the status
+line feeds it a few new requests at a time from saved state. It imports only the
+standard library and the model so that the status line can afford it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from cachediag.analysis.causes import Diagnosis, MissEvidence, diagnose_miss
+from cachediag.model import (
+    TTL_SECONDS,
+    RebuildAnnounced,
+    RebuildKind,
+    RequestRecord,
+    StreamItem,
+)
+
+MISS_MIN_TOKENS = 2000
+"""A shortfall below this many tokens is noise, not a miss."""
+MISS_READ_SHARE = 0.95
+"""A request that read at least this share of what it could have read is a hit."""
+
+
+class Outcome(StrEnum):
+    COLD = "cold"
+    UNCACHED = "uncached"
+    HIT = "hit"
+    MISS = "miss"
+    EXPECTED = "expected"
+
+
+@dataclass(slots=True, frozen=True)
+class LedgerEntry:
+    index: int
+    record: RequestRecord
+    outcome: Outcome
+    ttl: str
+    """The TTL of the entry this request left (inherited when it wrote nothing)."""
+    gap_s: float | None
+    reprocessed_tokens: int
+    """What could have been read but was processed again (0 unless miss or expected)."""
+    announced: RebuildKind | None = None
+    diagnosis: Diagnosis | None = None
+    evidence: MissEvidence | None = None
+
+
+@dataclass(slots=True)
+class Ledger:
+    """Running totals of one stream; ``add`` is the only way to change them."""
+
+    requests: int = 0
+    hits: int = 0
+    misses: int = 0
+    expected_rebuilds: int = 0
+    cold_starts: int = 0
+    uncached: int = 0
+    read_tokens: int = 0
+    creation_tokens: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    miss_recache_tokens: int = 0
+    caching_observed: bool = False
+    last_miss_at: float | None = None
+    last_miss: Diagnosis | None = None
+    miss_causes: dict[str, int] = field(default_factory=dict)
+    prev: RequestRecord | None = None
+    prev_ttl: str = "5m"
+    pending_at: float | None = None
+    pending_kind: RebuildKind | None = None
+
+    def announce(self, event: RebuildAnnounced) -> None:
+        self.pending_at = event.at
+        self.pending_kind = event.kind
+
+    def feed(self, item: StreamItem) -> LedgerEntry | None:
+        if isinstance(item, RebuildAnnounced):
+            self.announce(item)
+            return None
+        return self.add(item)
+
+    def add(self, cur: RequestRecord) -> LedgerEntry:
+        prev = self.prev
+        announce_at, kind = self.pending_at, self.pending_kind
+        if cur.applied_edits and kind is None:
+            kind = RebuildKind.CONTEXT_EDIT
+        self.pending_at = self.pending_kind = None
+
+        ttl = self.prev_ttl if (cur.cache_creation_tokens == 0 and prev is not None) else cur.ttl
+        gap = None if prev is None else cur.at - prev.at
+        outcome, reprocessed, diagnosis, evidence = self._classify(prev, cur, announce_at, kind)
+
+        self.requests += 1
+        self.read_tokens += cur.cache_read_tokens
+        self.creation_tokens += cur.cache_creation_tokens
+        self.input_tokens += cur.input_tokens
+        self.output_tokens += cur.output_tokens
+        if cur.cached_tokens > 0:
+            self.caching_observed = True
+        self._count(outcome, cur, diagnosis)
+        self.prev = cur
+        self.prev_ttl = ttl
+        return LedgerEntry(
+            index=self.requests - 1,
+            record=cur,
+            outcome=outcome,
+            ttl=ttl,
+            gap_s=gap,
+            reprocessed_tokens=reprocessed,
+            announced=kind,
+            diagnosis=diagnosis,
+            evidence=evidence,
+        )
+
+    def _classify(
+        self,
+        prev: RequestRecord | None,
+        cur: RequestRecord,
+        announce_at: float | None,
+        kind: RebuildKind | None,
+    ) -> tuple[Outcome, int, Diagnosis | None, MissEvidence | None]:
+        if prev is None:
+            return Outcome.COLD, 0, None, None
+        if not self.caching_observed and cur.cached_tokens == 0:
+            return Outcome.UNCACHED, 0, None, None
+        if prev.cached_tokens == 0 and cur.cached_tokens > 0:
+            return Outcome.COLD, 0, None, None
+        could_read = min(prev.total_tokens, cur.total_tokens)
+        reprocessed = could_read - cur.cache_read_tokens
+        if not (
+            cur.cache_read_tokens < MISS_READ_SHARE * could_read and reprocessed >= MISS_MIN_TOKENS
+        ):
+            return Outcome.HIT, 0, None, None
+        window = TTL_SECONDS[self.prev_ttl]
+        # A compaction touches the cache, so the clock restarts at the announcement.
+        idle = cur.at - (prev.at if announce_at is None else max(prev.at, announce_at))
+        evidence = MissEvidence(
+            gap_s=idle,
+            ttl_in_force=self.prev_ttl,
+            prev_cached_tokens=prev.cached_tokens,
+            read_tokens=cur.cache_read_tokens,
+            fell_back_to="nothing" if cur.cache_read_tokens == 0 else "earlier_prefix",
+            model_before=prev.model,
+            model_after=cur.model,
+            server_reason=None if cur.server_reason is None else cur.server_reason.type,
+        )
+        if kind is not None and idle < window:
+            return Outcome.EXPECTED, reprocessed, None, evidence
+        return Outcome.MISS, reprocessed, diagnose_miss(prev, cur, evidence, window), evidence
+
+    def _count(self, outcome: Outcome, cur: RequestRecord, diagnosis: Diagnosis | None) -> None:
+        if outcome is Outcome.HIT:
+            self.hits += 1
+        elif outcome is Outcome.COLD:
+            self.cold_starts += 1
+        elif outcome is Outcome.UNCACHED:
+            self.uncached += 1
+        elif outcome is Outcome.EXPECTED:
+            self.expected_rebuilds += 1
+        else:
+            self.misses += 1
+            self.miss_recache_tokens += cur.cache_creation_tokens
+            self.last_miss_at = cur.at
+            assert diagnosis is not None
+            # Only diagnosed misses are counted by cause; an unnamed one clears the
+            # last cause rather than leaving an older one to be mistaken for it.
+            self.last_miss = diagnosis if diagnosis.named else None
+            if diagnosis.named:
+                for cause in diagnosis.causes:
+                    self.miss_causes[cause.value] = self.miss_causes.get(cause.value, 0) + 1
+
+
+def run_ledger(items: Iterable[StreamItem]) -> tuple[Ledger, list[LedgerEntry]]:
+    """Replay a whole stream; returns the final state and one entry per request."""
+    ledger = Ledger()
+    entries = [e for e in map(ledger.feed, items) if e is not None]
+    return ledger, entries

@@ -1,0 +1,41 @@
+"""A whole session analysed: one ledger and one summary per stream."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cachediag.analysis.ledger import Ledger, LedgerEntry, run_ledger
+from cachediag.analysis.summary import PromptCache, build_prompt_cache
+from cachediag.model import MAIN_STREAM, SessionLog, StreamLog
+
+
+@dataclass(slots=True, frozen=True)
+class StreamAnalysis:
+    log: StreamLog
+    ledger: Ledger
+    entries: list[LedgerEntry]
+    prompt_cache: PromptCache
+
+
+@dataclass(slots=True, frozen=True)
+class SessionAnalysis:
+    log: SessionLog
+    main: StreamAnalysis
+    others: list[StreamAnalysis]
+
+    @property
+    def streams(self) -> list[StreamAnalysis]:
+        return [self.main, *self.others]
+
+
+def analyze_stream(log: StreamLog, now: float) -> StreamAnalysis:
+    ledger, entries = run_ledger(log.items)
+    return StreamAnalysis(log, ledger, entries, build_prompt_cache(ledger, now))
+
+
+def analyze_session(log: SessionLog, now: float) -> SessionAnalysis:
+    main = analyze_stream(log.streams[MAIN_STREAM], now)
+    others = [analyze_stream(s, now) for sid, s in log.streams.items() if sid != MAIN_STREAM]
+    # Streams in the order they started; those without requests last.
+    others.sort(key=lambda a: (a.entries[0].record.at if a.entries else float("inf"), a.log.id))
+    return SessionAnalysis(log, main, others)

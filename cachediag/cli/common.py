@@ -1,0 +1,48 @@
+"""What the commands share: JSON output with ``--jq``, notes on skipped lines."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import click
+
+from cachediag.errors import CachediagError
+from cachediag.model import LineIssue
+
+__all__ = ["CachediagError", "emit_json", "report_issues"]
+
+MAX_LISTED_ISSUES = 5
+
+
+def emit_json(objects: Iterable[Any], jq_filter: str | None) -> None:
+    """Print one JSON document per line, or what ``jq_filter`` makes of each."""
+    if jq_filter is None:
+        for obj in objects:
+            click.echo(json.dumps(obj, ensure_ascii=False))
+        return
+    import jq  # only when asked: the binding is not needed otherwise
+
+    try:
+        program = jq.compile(jq_filter)
+    except ValueError as exc:
+        raise click.UsageError(f"--jq: {exc}") from exc
+    for obj in objects:
+        try:
+            results = program.input_value(obj).all()
+        except ValueError as exc:
+            raise CachediagError(f"--jq: {exc}") from exc
+        for value in results:
+            # Like gh's --jq: strings print raw, everything else as JSON.
+            click.echo(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
+
+
+def report_issues(issues: list[LineIssue]) -> None:
+    """Say on stderr how many lines were skipped and where (never what they held)."""
+    if not issues:
+        return
+    shown = "; ".join(f"{i.source}:{i.line}: {i.reason}" for i in issues[:MAX_LISTED_ISSUES])
+    extra = len(issues) - MAX_LISTED_ISSUES
+    more = f" (+{extra} more)" if extra > 0 else ""
+    click.echo(f"cachediag: skipped {len(issues)} line(s): {shown}{more}", err=True)

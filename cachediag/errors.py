@@ -1,0 +1,13 @@
+"""Domain errors; the CLI turns each into ``Error: ...`` on stderr and exit status 1."""
+
+
+class CachediagError(Exception):
+    """Base of every error cachediag reports to the user."""
+
+
+class InputError(CachediagError):
+    """A path or input that cannot be read at all."""
+
+
+class NotALogError(InputError):
+    """A file that is readable but is not a log cachediag understands."""

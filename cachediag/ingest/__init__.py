@@ -1,0 +1,1 @@
+"""Input formats -> normalised request records and events (one module per format)."""

@@ -1,0 +1,92 @@
+"""Reading sessions: files found by ``discover`` or lines piped on stdin."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+from cachediag.errors import InputError, NotALogError
+from cachediag.ingest.detect import SNIFF_LINES, detect_format
+from cachediag.ingest.discover import SessionSource
+from cachediag.ingest.lines import BadLine, iter_objects
+from cachediag.ingest.transcript import (
+    FORMAT,
+    TranscriptReader,
+    wanted_line,
+    wanted_line_with_chains,
+)
+from cachediag.model import MAIN_STREAM, LineIssue, SessionLog, StreamKind
+
+
+def _peek(stream: IO[bytes]) -> tuple[list[bytes], Iterator[bytes]]:
+    head = list(itertools.islice(stream, SNIFF_LINES))
+    return head, itertools.chain(head, stream)
+
+
+def _feed_file(reader: TranscriptReader, path: Path, session: SessionLog, *, strict: bool) -> None:
+    source = str(path)
+    try:
+        with path.open("rb") as fp:
+            head, lines = _peek(fp)
+            try:
+                detect_format(head, source)
+            except NotALogError as exc:
+                if strict:
+                    raise
+                session.issues.append(LineIssue(source, 0, str(exc).removeprefix(f"{source}: ")))
+                return
+            want = wanted_line if reader.file_stream is not None else wanted_line_with_chains
+            for number, obj in iter_objects(lines, source, session.issues, want):
+                try:
+                    reader.feed(obj, number)
+                except BadLine as exc:
+                    session.issues.append(LineIssue(source, number, str(exc)))
+    except OSError as exc:
+        raise InputError(f"{source}: cannot read ({exc.strerror or exc})") from exc
+
+
+def read_session(src: SessionSource) -> SessionLog:
+    session = SessionLog(src.session_id, src.source, FORMAT, project=src.project)
+    if src.main is not None:
+        pinned = (MAIN_STREAM, StreamKind.MAIN) if src.pin_main else None
+        reader = TranscriptReader(session, str(src.main), file_stream=pinned)
+        session.stream(MAIN_STREAM, StreamKind.MAIN, source=str(src.main))
+        _feed_file(reader, src.main, session, strict=src.explicit)
+    else:
+        session.stream(MAIN_STREAM, StreamKind.MAIN)
+    for agent in src.agents:
+        session.stream(agent.stream_id, agent.kind, source=str(agent.path))
+        reader = TranscriptReader(
+            session, str(agent.path), file_stream=(agent.stream_id, agent.kind)
+        )
+        _feed_file(reader, agent.path, session, strict=False)
+    return session
+
+
+def read_stdin(stream: IO[bytes], source: str = "-") -> list[SessionLog]:
+    """Piped transcript lines, split into sessions by their ``sessionId``."""
+    head, lines = _peek(stream)
+    detect_format(head, source)
+    sessions: dict[str, tuple[SessionLog, TranscriptReader]] = {}
+    issues: list[LineIssue] = []
+    for number, obj in iter_objects(lines, source, issues, wanted_line_with_chains):
+        value = obj.get("sessionId")
+        session_id = value if isinstance(value, str) and value else source
+        pair = sessions.get(session_id)
+        if pair is None:
+            log = SessionLog(session_id, source, FORMAT)
+            log.stream(MAIN_STREAM, StreamKind.MAIN, source=source)
+            pair = sessions[session_id] = (log, TranscriptReader(log, source))
+        try:
+            pair[1].feed(obj, number)
+        except BadLine as exc:
+            pair[0].issues.append(LineIssue(source, number, str(exc)))
+    logs = [log for log, _ in sessions.values()]
+    if not logs:
+        logs = [SessionLog(source, source, FORMAT)]
+        logs[0].stream(MAIN_STREAM, StreamKind.MAIN, source=source)
+    # Lines that failed to parse belong to no session; report them with the first.
+    logs[0].issues[:0] = issues
+    return logs

@@ -1,0 +1,155 @@
+"""The records every layer passes around.
+
+Plain slotted dataclasses on purpose: an audit creates millions of them and the status
+line imports this module on every run, so they must be cheap to import and to build.
+The public JSON contract lives in ``report.contract`` (pydantic), not here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Literal
+
+Ttl = Literal["5m", "1h"]
+TTL_SECONDS: dict[str, float] = {"5m": 300.0, "1h": 3600.0}
+
+MAIN_STREAM = "main"
+
+
+class StreamKind(StrEnum):
+    MAIN = "main"
+    SUBAGENT = "subagent"
+    COMPACTION = "compaction"
+    SIDECHAIN = "sidechain"
+    SIDE_CALL = "side_call"
+
+
+class RebuildKind(StrEnum):
+    """Why a rebuild of the cached prefix was announced before it happened."""
+
+    COMPACTION = "compaction"
+    MICROCOMPACTION = "microcompaction"
+    CONTEXT_EDIT = "context_edit"
+
+
+@dataclass(slots=True, frozen=True)
+class Fingerprint:
+    """What a request looked like, as hashes, names, counts and lengths only.
+
+    Never holds prompt text: these travel into caches and reports. Fields left ``None``
+    were not visible in the log, so no cause may be derived from them.
+    """
+
+    model: str | None = None
+    system_hashes: tuple[str, ...] | None = None
+    system_chars: int | None = None
+    system_cache_control: tuple[str, ...] | None = None
+    tools: tuple[tuple[str, str], ...] | None = None
+    betas: tuple[str, ...] | None = None
+    effort: str | None = None
+    thinking_mode: str | None = None
+    thinking_display: str | None = None
+    fast_mode: str | None = None
+    auto_mode: str | None = None
+    overage: str | None = None
+    extra_body_hash: str | None = None
+    defer_loading: bool | None = None
+    message_hashes: tuple[str, ...] | None = None
+    message_roles: tuple[str, ...] | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class ServerReason:
+    """``diagnostics.cache_miss_reason`` as the API reported it."""
+
+    type: str | None
+    """Raw reason type; ``None`` means the server compared and found no divergence."""
+    missed_tokens: int | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class RequestRecord:
+    """One API request, normalised (prompt-cache.md §1)."""
+
+    at: float
+    input_tokens: int
+    cache_read_tokens: int
+    cache_creation_tokens: int
+    output_tokens: int
+    ttl: Ttl = "5m"
+    cache_creation_5m_tokens: int | None = None
+    cache_creation_1h_tokens: int | None = None
+    model: str | None = None
+    request_id: str | None = None
+    message_id: str | None = None
+    stream: str = MAIN_STREAM
+    line: int | None = None
+    server_reason: ServerReason | None = None
+    fingerprint: Fingerprint | None = None
+    applied_edits: int = 0
+    """API ``context_management.applied_edits`` in this request's own response."""
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.cache_read_tokens + self.cache_creation_tokens
+
+    @property
+    def cached_tokens(self) -> int:
+        return self.cache_read_tokens + self.cache_creation_tokens
+
+
+@dataclass(slots=True, frozen=True)
+class RebuildAnnounced:
+    """A compaction or clearing of old tool results: the next request may rebuild."""
+
+    at: float
+    kind: RebuildKind
+    stream: str = MAIN_STREAM
+    line: int | None = None
+
+
+StreamItem = RequestRecord | RebuildAnnounced
+
+
+@dataclass(slots=True)
+class StreamLog:
+    """The items of one conversation, in the order they happened."""
+
+    id: str
+    kind: StreamKind
+    items: list[StreamItem] = field(default_factory=list)
+    source: str | None = None
+
+    @property
+    def requests(self) -> list[RequestRecord]:
+        return [item for item in self.items if isinstance(item, RequestRecord)]
+
+
+@dataclass(slots=True, frozen=True)
+class LineIssue:
+    """A line that was counted and skipped, with where and why (never its content)."""
+
+    source: str
+    line: int
+    reason: str
+
+
+@dataclass(slots=True)
+class SessionLog:
+    """Everything read for one session: its streams plus what was skipped."""
+
+    session_id: str
+    source: str
+    format: str
+    streams: dict[str, StreamLog] = field(default_factory=dict)
+    issues: list[LineIssue] = field(default_factory=list)
+    api_errors: int = 0
+    project: str | None = None
+
+    def stream(self, stream_id: str, kind: StreamKind, source: str | None = None) -> StreamLog:
+        found = self.streams.get(stream_id)
+        if found is None:
+            found = StreamLog(stream_id, kind, source=source)
+            self.streams[stream_id] = found
+        return found

@@ -1,0 +1,1 @@
+"""The public JSON contract and the tables people read."""

@@ -1,0 +1,154 @@
+"""The one serializer of cachediag's JSON output.
+
+Plain dicts built from the analysis dataclasses, so that the status line can emit the
+same ``prompt_cache`` object without importing pydantic. ``report.contract`` holds the
+pydantic models that document and validate exactly these shapes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cachediag.analysis.ledger import LedgerEntry, Outcome
+from cachediag.analysis.session import SessionAnalysis, StreamAnalysis
+from cachediag.analysis.summary import PromptCache
+
+SCHEMA_VERSION = 1
+
+
+def prompt_cache_dict(pc: PromptCache) -> dict[str, Any]:
+    cause: dict[str, Any] | None = None
+    if pc.last_miss_cause is not None:
+        c = pc.last_miss_cause
+        cause = {"causes": list(c.causes)}
+        for key in ("tools_added", "tools_removed", "system_char_delta"):
+            if getattr(c, key) is not None:
+                cause[key] = getattr(c, key)
+    return {
+        "warm": pc.warm,
+        "caching_observed": pc.caching_observed,
+        "ttl": pc.ttl,
+        "expires_at": pc.expires_at,
+        "requests": pc.requests,
+        "misses": pc.misses,
+        "expected_rebuilds": pc.expected_rebuilds,
+        "hit_ratio": pc.hit_ratio,
+        "cache_write_tokens": pc.cache_write_tokens,
+        "miss_recache_tokens": pc.miss_recache_tokens,
+        "last_miss_at": pc.last_miss_at,
+        "last_miss_cause": cause,
+        "miss_causes": dict(pc.miss_causes),
+        "recache_tokens_if_cold": pc.recache_tokens_if_cold,
+        "hits": pc.hits,
+        "cold_starts": pc.cold_starts,
+    }
+
+
+def _details(entry: LedgerEntry) -> dict[str, Any]:
+    d = entry.diagnosis
+    out: dict[str, Any] = {}
+    if d is not None:
+        if d.tools_added is not None:
+            out["tools_added"] = list(d.tools_added)
+        if d.tools_removed is not None:
+            out["tools_removed"] = list(d.tools_removed)
+        if d.tools_changed:
+            out["tools_changed"] = list(d.tools_changed)
+        if d.system_char_delta is not None:
+            out["system_char_delta"] = d.system_char_delta
+        if d.system_blocks_changed is not None:
+            out["system_blocks_changed"] = list(d.system_blocks_changed)
+        if d.first_rewritten_message is not None:
+            out["first_rewritten_message"] = d.first_rewritten_message
+            out["first_rewritten_role"] = d.first_rewritten_role
+    ev = entry.evidence
+    if ev is not None:
+        out["evidence"] = {
+            "idle_s": round(ev.gap_s, 3),
+            "ttl_in_force": ev.ttl_in_force,
+            "prev_cached_tokens": ev.prev_cached_tokens,
+            "read_tokens": ev.read_tokens,
+            "fell_back_to": ev.fell_back_to,
+            "model_before": ev.model_before,
+            "model_after": ev.model_after,
+            "server_reason": ev.server_reason,
+        }
+    return out
+
+
+def request_dict(entry: LedgerEntry) -> dict[str, Any]:
+    r = entry.record
+    d = entry.diagnosis
+    out: dict[str, Any] = {
+        "index": entry.index,
+        "at": r.at,
+        "message_id": r.message_id,
+        "request_id": r.request_id,
+        "model": r.model,
+        "input_tokens": r.input_tokens,
+        "cache_read_tokens": r.cache_read_tokens,
+        "cache_creation_tokens": r.cache_creation_tokens,
+        "cache_creation_1h_tokens": r.cache_creation_1h_tokens,
+        "output_tokens": r.output_tokens,
+        "ttl": entry.ttl,
+        "gap_s": None if entry.gap_s is None else round(entry.gap_s, 3),
+        "outcome": entry.outcome.value,
+        "causes": [c.value for c in d.causes] if d is not None else [],
+        "cause_source": d.source if d is not None else None,
+        "reprocessed_tokens": entry.reprocessed_tokens,
+        "announced": None if entry.announced is None else entry.announced.value,
+        "line": r.line,
+    }
+    if entry.outcome in (Outcome.MISS, Outcome.EXPECTED):
+        out.update(_details(entry))
+    return out
+
+
+def _stream_dict(s: StreamAnalysis, requests: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": s.log.id,
+        "kind": s.log.kind.value,
+        "source": s.log.source,
+        "prompt_cache": prompt_cache_dict(s.prompt_cache),
+    }
+    if requests:
+        out["requests"] = [request_dict(e) for e in s.entries]
+    return out
+
+
+def session_dict(a: SessionAnalysis, *, requests: bool = False) -> dict[str, Any]:
+    log = a.log
+    out: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "session_id": log.session_id,
+        "source": log.source,
+        "format": log.format,
+        "project": log.project,
+        "prompt_cache": prompt_cache_dict(a.main.prompt_cache),
+        "streams": [_stream_dict(s, requests) for s in a.others],
+        "totals": totals_dict(a),
+        "api_errors": log.api_errors,
+        "skipped_lines": len(log.issues),
+    }
+    if requests:
+        out["requests"] = [request_dict(e) for e in a.main.entries]
+    return out
+
+
+def totals_dict(a: SessionAnalysis) -> dict[str, int]:
+    """Token totals over every stream, deduplicated per API response."""
+    totals = {
+        "requests": 0,
+        "input_tokens": 0,
+        "cache_read_tokens": 0,
+        "cache_creation_tokens": 0,
+        "output_tokens": 0,
+    }
+    for s in a.streams:
+        led = s.ledger
+        totals["requests"] += led.requests
+        totals["input_tokens"] += led.input_tokens
+        totals["cache_read_tokens"] += led.read_tokens
+        totals["cache_creation_tokens"] += led.creation_tokens
+        totals["output_tokens"] += led.output_tokens
+    return totals

@@ -1,0 +1,134 @@
+"""The report people read: a summary line, the misses, one line per subagent stream."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from rich.console import Console, Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from cachediag.analysis.ledger import LedgerEntry, Outcome
+from cachediag.analysis.session import SessionAnalysis, StreamAnalysis
+from cachediag.analysis.summary import PromptCache
+
+
+def format_tokens(n: int) -> str:
+    return f"{n:,}"
+
+
+def format_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    s = round(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+
+
+def format_time(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def summary_line(label: str, pc: PromptCache) -> str:
+    """``Prompt cache (main): 14 requests · 91% of input tokens from cache · 2 misses (...)``."""
+    parts = [f"{pc.requests} request{'s' if pc.requests != 1 else ''}"]
+    if pc.hit_ratio is not None:
+        parts.append(f"{pc.hit_ratio * 100:.0f}% of input tokens from cache")
+    elif pc.requests:
+        parts.append("no cache tokens reported")
+    misses = f"{pc.misses} miss{'es' if pc.misses != 1 else ''}"
+    if pc.miss_causes:
+        causes = sorted(pc.miss_causes.items(), key=lambda kv: (-kv[1], kv[0]))
+        misses += " (" + ", ".join(f"{c}: {n}" for c, n in causes) + ")"
+    parts.append(misses)
+    if pc.expected_rebuilds:
+        n = pc.expected_rebuilds
+        parts.append(f"{n} expected rebuild{'s' if n != 1 else ''}")
+    return f"Prompt cache ({label}): " + " · ".join(parts)
+
+
+def _evidence(entry: LedgerEntry) -> str:
+    ev = entry.evidence
+    if ev is None:
+        return ""
+    text = f"read {format_tokens(ev.read_tokens)} of {format_tokens(ev.prev_cached_tokens)} cached"
+    if ev.model_before != ev.model_after:
+        text += f"; model {ev.model_before} -> {ev.model_after}"
+    if ev.server_reason:
+        text += f"; server: {ev.server_reason}"
+    return text
+
+
+def _causes(entry: LedgerEntry) -> Text:
+    if entry.outcome is Outcome.EXPECTED:
+        kind = entry.announced.value if entry.announced else "rebuild"
+        return Text(f"expected ({kind})", style="cyan")
+    d = entry.diagnosis
+    if d is None:
+        return Text("")
+    label = ", ".join(c.value for c in d.causes)
+    extras = []
+    if d.tools_added:
+        extras.append("+" + ",".join(d.tools_added))
+    if d.tools_removed:
+        extras.append("-" + ",".join(d.tools_removed))
+    if d.system_char_delta is not None:
+        extras.append(f"system {d.system_char_delta:+d} chars")
+    if extras:
+        label += " (" + "; ".join(extras) + ")"
+    return Text(f"{label} [{d.source}]", style="red" if d.named else "yellow")
+
+
+def misses_table(stream: StreamAnalysis) -> Table | None:
+    rows = [e for e in stream.entries if e.outcome in (Outcome.MISS, Outcome.EXPECTED)]
+    if not rows:
+        return None
+    table = Table(show_edge=False, pad_edge=False, expand=False)
+    table.add_column("#", justify="right")
+    table.add_column("time (UTC)")
+    table.add_column("gap", justify="right")
+    table.add_column("re-processed", justify="right")
+    table.add_column("cause")
+    table.add_column("evidence")
+    for e in rows:
+        table.add_row(
+            str(e.index),
+            format_time(e.record.at),
+            format_duration(e.gap_s),
+            format_tokens(e.reprocessed_tokens),
+            _causes(e),
+            _evidence(e),
+        )
+    return table
+
+
+def session_report(a: SessionAnalysis) -> RenderableType:
+    log = a.log
+    parts: list[RenderableType] = [
+        Text(f"Session {log.session_id}", style="bold"),
+        Text(f"  {log.source}", style="dim"),
+        Text(summary_line("main", a.main.prompt_cache)),
+    ]
+    table = misses_table(a.main)
+    if table is not None:
+        parts.append(table)
+    for s in a.others:
+        parts.append(Text("  " + summary_line(f"{s.log.kind.value} {s.log.id}", s.prompt_cache)))
+    notes = []
+    if log.api_errors:
+        notes.append(f"{log.api_errors} API error line(s) not counted")
+    if log.issues:
+        notes.append(f"{len(log.issues)} line(s) skipped")
+    if notes:
+        parts.append(Text("  " + "; ".join(notes), style="dim"))
+    return Group(*parts)
+
+
+def print_sessions(console: Console, analyses: list[SessionAnalysis]) -> None:
+    for i, a in enumerate(analyses):
+        if i:
+            console.print()
+        console.print(session_report(a))

@@ -1,0 +1,21 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+REAL = FIXTURES / "real"
+RULES = FIXTURES / "rules"
+SHARED = ROOT.parent / "shared"
+CORPUS = SHARED / "corpus"
+SPOTTER_SESSION = REAL / "spotter" / "4d5611e5-241a-462a-8d15-5122611a9569.jsonl"
+
+
+@pytest.fixture
+def corpus() -> Path:
+    """The shared corpus, for extra checks; skipped on a clone without ../shared."""
+    if not (CORPUS / "claude-code").is_dir():
+        pytest.skip("../shared/corpus is not present (a plain clone)")
+    return CORPUS
