@@ -1,0 +1,80 @@
+"""What requests and misses cost (prompt-cache.md §5). Pure arithmetic over given prices.
+
+Prices are looked up elsewhere (``cachediag.pricing``); this module never loads price
+data, so the status line can price from prices it saved earlier.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cachediag.analysis.ledger import LedgerEntry, Outcome
+from cachediag.model import RequestRecord
+
+PER_TOKEN = 1e-6
+"""Prices are per million tokens."""
+
+
+@dataclass(slots=True, frozen=True)
+class ModelPrices:
+    """USD per million tokens for one model at one date, one context tier."""
+
+    input_mtok: float
+    cache_write_5m_mtok: float
+    cache_write_1h_mtok: float
+    cache_read_mtok: float
+    output_mtok: float
+    long_context_threshold_tokens: int | None = None
+    long_context: ModelPrices | None = None
+    """Prices for a whole request whose prompt exceeds the threshold."""
+    source: str = ""
+
+    def tier_for(self, prompt_tokens: int) -> ModelPrices:
+        threshold = self.long_context_threshold_tokens
+        if self.long_context is not None and threshold is not None and prompt_tokens > threshold:
+            return self.long_context
+        return self
+
+
+def _write_split(record: RequestRecord) -> tuple[int, int]:
+    """(5m, 1h) creation tokens; an unsplit count is written at the record's own TTL."""
+    c5m, c1h = record.cache_creation_5m_tokens, record.cache_creation_1h_tokens
+    if c5m is None and c1h is None:
+        total = record.cache_creation_tokens
+        return (0, total) if record.ttl == "1h" else (total, 0)
+    return c5m or 0, c1h or 0
+
+
+def request_cost_usd(record: RequestRecord, prices: ModelPrices) -> float:
+    p = prices.tier_for(record.total_tokens)
+    c5m, c1h = _write_split(record)
+    return PER_TOKEN * (
+        record.input_tokens * p.input_mtok
+        + c5m * p.cache_write_5m_mtok
+        + c1h * p.cache_write_1h_mtok
+        + record.cache_read_tokens * p.cache_read_mtok
+        + record.output_tokens * p.output_mtok
+    )
+
+
+def miss_cost_usd(entry: LedgerEntry, prices: ModelPrices) -> float:
+    """What a miss (or rebuild) paid beyond a hit: re-processed tokens not at read price.
+
+    The re-processed tokens were written to the cache (or sent uncached when the request
+    wrote less than that); a hit would have read them.
+    """
+    if entry.outcome not in (Outcome.MISS, Outcome.EXPECTED) or entry.reprocessed_tokens <= 0:
+        return 0.0
+    record = entry.record
+    p = prices.tier_for(record.total_tokens)
+    c5m, c1h = _write_split(record)
+    written = c5m + c1h
+    reprocessed = entry.reprocessed_tokens
+    as_write = min(reprocessed, written)
+    as_input = reprocessed - as_write
+    write_price = (
+        (c5m * p.cache_write_5m_mtok + c1h * p.cache_write_1h_mtok) / written if written else 0.0
+    )
+    return PER_TOKEN * (
+        as_write * (write_price - p.cache_read_mtok) + as_input * (p.input_mtok - p.cache_read_mtok)
+    )
