@@ -9,12 +9,37 @@ from cachediag.ingest.lines import BadLine, JsonObject, parse_line
 
 SNIFF_LINES = 20
 CLAUDE_CODE = "claude-code"
+API_CAPTURE = "api-capture"
+API_USAGE = "api-usage"
+SSE_TEXT = "sse-text"
+RECORDS = "cachediag-records"
 
 _TRANSCRIPT_KEYS = ("sessionId", "uuid", "leafUuid", "messageId")
 
 
 def looks_like_transcript(obj: JsonObject) -> bool:
     return isinstance(obj.get("type"), str) and any(k in obj for k in _TRANSCRIPT_KEYS)
+
+
+def looks_like_record(obj: JsonObject) -> bool:
+    """cachediag's own normalised record or event (``ingest.records``)."""
+    if "event" in obj and "at" in obj and "usage" not in obj:
+        return True
+    return "at" in obj and "cache_read_tokens" in obj and "cache_creation_tokens" in obj
+
+
+def _request_log_format(objects: list[JsonObject]) -> str | None:
+    from cachediag.ingest.capture import looks_like_capture
+    from cachediag.ingest.usage import looks_like_usage
+
+    for check, name in (
+        (looks_like_capture, API_CAPTURE),
+        (looks_like_record, RECORDS),
+        (looks_like_usage, API_USAGE),
+    ):
+        if any(check(o) for o in objects):
+            return name
+    return None
 
 
 def detect_format(head: Iterable[bytes], source: str) -> str:
@@ -27,6 +52,8 @@ def detect_format(head: Iterable[bytes], source: str) -> str:
         if not raw.strip():
             continue
         seen += 1
+        if raw.startswith((b"event:", b"data:")):
+            return SSE_TEXT
         try:
             objects.append(parse_line(raw))
         except BadLine:
@@ -39,7 +66,11 @@ def detect_format(head: Iterable[bytes], source: str) -> str:
         raise NotALogError(f"{source}: line 1 is not a JSON object; expected JSON Lines")
     if any(looks_like_transcript(o) for o in objects):
         return CLAUDE_CODE
+    found = _request_log_format(objects)
+    if found is not None:
+        return found
     raise NotALogError(
-        f"{source}: JSON, but not a log cachediag reads (no Claude Code transcript lines "
-        f"with 'type' and 'sessionId' in the first {seen} lines)"
+        f"{source}: JSON, but not a log cachediag reads (no Claude Code transcript lines, "
+        f"API request/response records, API responses with usage or cachediag records "
+        f"in the first {seen} lines)"
     )

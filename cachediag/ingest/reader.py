@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import IO
 
 from cachediag.errors import InputError, NotALogError
-from cachediag.ingest.detect import SNIFF_LINES, detect_format
+from cachediag.ingest.detect import CLAUDE_CODE, SNIFF_LINES, detect_format
 from cachediag.ingest.discover import SessionSource
 from cachediag.ingest.lines import BadLine, iter_objects
 from cachediag.ingest.transcript import (
@@ -47,7 +47,34 @@ def _feed_file(reader: TranscriptReader, path: Path, session: SessionLog, *, str
         raise InputError(f"{source}: cannot read ({exc.strerror or exc})") from exc
 
 
+def _read_request_log_file(src: SessionSource, path: Path) -> SessionLog | None:
+    """A capture or usage log named on its own; ``None`` when it is a transcript."""
+    from cachediag.ingest.requestlog import read_request_log
+
+    source = str(path)
+    try:
+        with path.open("rb") as fp:
+            head, lines = _peek(fp)
+            try:
+                fmt = detect_format(head, source)
+            except NotALogError:
+                if src.explicit:
+                    raise
+                return None
+            if fmt == CLAUDE_CODE:
+                return None
+            log = read_request_log(fmt, lines, source, src.session_id)
+    except OSError as exc:
+        raise InputError(f"{source}: cannot read ({exc.strerror or exc})") from exc
+    log.project = src.project
+    return log
+
+
 def read_session(src: SessionSource) -> SessionLog:
+    if src.main is not None and not src.agents:
+        log = _read_request_log_file(src, src.main)
+        if log is not None:
+            return log
     session = SessionLog(src.session_id, src.source, FORMAT, project=src.project)
     if src.main is not None:
         pinned = (MAIN_STREAM, StreamKind.MAIN) if src.pin_main else None
@@ -68,7 +95,11 @@ def read_session(src: SessionSource) -> SessionLog:
 def read_stdin(stream: IO[bytes], source: str = "-") -> list[SessionLog]:
     """Piped transcript lines, split into sessions by their ``sessionId``."""
     head, lines = _peek(stream)
-    detect_format(head, source)
+    fmt = detect_format(head, source)
+    if fmt != CLAUDE_CODE:
+        from cachediag.ingest.requestlog import read_request_log
+
+        return [read_request_log(fmt, lines, source, source)]
     sessions: dict[str, tuple[SessionLog, TranscriptReader]] = {}
     issues: list[LineIssue] = []
     for number, obj in iter_objects(lines, source, issues, wanted_line_with_chains):

@@ -1,0 +1,247 @@
+"""Request/response captures: claude-trace and the pair logs of proxies and SDK loggers.
+
+One record per API call (formats.md §2). Each becomes a ``CapturedCall`` holding the
+response's usage and the request's fingerprint, never its text; ``threads`` then sorts the
+calls into conversations.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from cachediag.ingest.fingerprint import betas_from_headers, fingerprint_request
+from cachediag.ingest.lines import BadLine, JsonObject, iter_objects, parse_line
+from cachediag.ingest.threads import name_threads, split_threads
+from cachediag.ingest.transcript import _server_reason, parse_timestamp, usage_record
+from cachediag.model import MAIN_STREAM, LineIssue, RequestRecord, SessionLog, StreamKind
+
+FORMAT = "api-capture"
+
+REQUEST_KEYS = ("request", "req", "request_body", "input")
+RESPONSE_KEYS = ("response", "res", "response_body", "output")
+_BODY_KEYS = ("body", "json", "data", "content")
+_RAW_KEYS = ("body_raw", "raw", "text", "sse")
+_TIME_KEYS = ("timestamp", "time", "at", "created_at", "ts")
+
+
+class NotAModelCall(Exception):
+    """A record that is fine but is not a model request (count_tokens, OAuth, ...)."""
+
+
+class ApiErrorResponse(BadLine):
+    """The API answered with an error: no tokens were processed."""
+
+
+@dataclass(slots=True, frozen=True)
+class CapturedCall:
+    started_at: float
+    record: RequestRecord
+
+
+def looks_like_capture(obj: JsonObject) -> bool:
+    return any(k in obj for k in REQUEST_KEYS) and any(k in obj for k in RESPONSE_KEYS)
+
+
+def _first(obj: JsonObject, keys: tuple[str, ...]) -> Any:
+    for key in keys:
+        if key in obj:
+            return obj[key]
+    return None
+
+
+def _as_object(value: Any, what: str) -> JsonObject:
+    if isinstance(value, (str, bytes)):
+        raw = value.encode() if isinstance(value, str) else value
+        try:
+            value = parse_line(raw)
+        except BadLine as exc:
+            raise BadLine(f"{what} is a string that is not a JSON object") from exc
+    if not isinstance(value, dict):
+        raise BadLine(f"{what} is not a JSON object")
+    return value
+
+
+def _time(*holders: Any) -> float | None:
+    for holder in holders:
+        if not isinstance(holder, dict):
+            continue
+        for key in _TIME_KEYS:
+            value = holder.get(key)
+            if value is not None:
+                try:
+                    return parse_timestamp(value)
+                except BadLine:
+                    continue
+    return None
+
+
+def _request_parts(obj: JsonObject) -> tuple[JsonObject, JsonObject, Any]:
+    """(envelope, body, headers) of the request, whichever key spelling was used."""
+    req = _first(obj, REQUEST_KEYS)
+    if isinstance(req, dict) and "messages" not in req:
+        body = _first(req, _BODY_KEYS)
+        if body is None:
+            raise BadLine("request has no body")
+        headers = req.get("headers")
+        if headers is None:
+            headers = obj.get("request_headers")
+        return req, _as_object(body, "request body"), headers
+    return obj, _as_object(req, "request body"), obj.get("request_headers")
+
+
+def parse_sse(text: str) -> tuple[JsonObject, bool]:
+    """The final message of an event stream and whether the stream ended properly.
+
+    ``message_start`` carries the full usage; each ``message_delta.usage`` is cumulative
+    and overrides the fields it carries.
+    """
+    message: JsonObject | None = None
+    usage: JsonObject = {}
+    finished = False
+    for line in text.splitlines():
+        if not line.startswith("data:"):
+            continue
+        try:
+            event = parse_line(line[5:].strip().encode())
+        except BadLine:
+            continue
+        kind = event.get("type")
+        if kind == "message_start" and isinstance(event.get("message"), dict):
+            message = dict(event["message"])
+            start_usage = message.get("usage")
+            usage = dict(start_usage) if isinstance(start_usage, dict) else {}
+        elif kind == "message_delta" and message is not None:
+            delta_usage = event.get("usage")
+            if isinstance(delta_usage, dict):
+                usage.update({k: v for k, v in delta_usage.items() if v is not None})
+            for key in ("context_management", "diagnostics"):
+                if key in event:
+                    message[key] = event[key]
+        elif kind == "message_stop":
+            finished = True
+    if message is None:
+        raise BadLine("event stream without message_start")
+    message["usage"] = usage
+    return message, finished
+
+
+def _response_message(obj: JsonObject) -> JsonObject:
+    resp = _first(obj, RESPONSE_KEYS)
+    if resp is None:
+        raise BadLine("no response (the request never got an answer)")
+    if isinstance(resp, str) and "data:" in resp:
+        return _finished_sse(resp)
+    resp = _as_object(resp, "response")
+    status = resp.get("status_code", resp.get("status"))
+    if isinstance(status, int) and status >= 400:
+        raise ApiErrorResponse(f"API error response (status {status})")
+    if "usage" in resp:
+        return resp
+    body = _first(resp, _BODY_KEYS)
+    if isinstance(body, str) and "data:" in body:
+        return _finished_sse(body)
+    if body is not None:
+        body = _as_object(body, "response body")
+        if body.get("type") == "error":
+            raise ApiErrorResponse("API error response")
+        return body
+    raw = _first(resp, _RAW_KEYS)
+    if isinstance(raw, str):
+        return _finished_sse(raw)
+    raise BadLine("response has neither a body nor an event stream")
+
+
+def _finished_sse(text: str) -> JsonObject:
+    message, finished = parse_sse(text)
+    if not finished:
+        raise BadLine("event stream truncated (no message_stop)")
+    return message
+
+
+def _is_model_url(url: Any) -> bool:
+    if not isinstance(url, str):
+        return True
+    path = url.split("?", 1)[0]
+    return path.rstrip("/").endswith("/messages") and "count_tokens" not in path
+
+
+def _asked_1h(body: JsonObject) -> bool:
+    # Only cache_control markers can ask for a TTL; checking the serialised body for
+    # them first keeps this cheap on huge conversations.
+    def walk(value: Any) -> bool:
+        if isinstance(value, dict):
+            cc = value.get("cache_control")
+            if isinstance(cc, dict) and cc.get("ttl") == "1h":
+                return True
+            return any(walk(v) for v in value.values() if isinstance(v, (dict, list)))
+        if isinstance(value, list):
+            return any(walk(v) for v in value)
+        return False
+
+    return any(walk(body.get(k)) for k in ("system", "tools", "messages"))
+
+
+def _applied_edits(message: JsonObject) -> int:
+    cm = message.get("context_management")
+    if not isinstance(cm, dict):
+        return 0
+    edits = cm.get("applied_edits")
+    return len(edits) if isinstance(edits, list) else 0
+
+
+def read_call(obj: JsonObject, line: int) -> CapturedCall:
+    """One capture record -> a call; ``BadLine`` says why it cannot be used."""
+    envelope, body, headers = _request_parts(obj)
+    url = envelope.get("url", obj.get("url"))
+    if not _is_model_url(url):
+        raise NotAModelCall("not a /v1/messages request")
+    if not isinstance(body.get("messages"), list):
+        raise NotAModelCall("request body has no messages list")
+    message = _response_message(obj)
+    usage = message.get("usage")
+    if not isinstance(usage, dict):
+        raise BadLine("response has no usage")
+    resp = _first(obj, RESPONSE_KEYS)
+    started = _time(envelope, obj)
+    answered = _time(resp if isinstance(resp, dict) else None, obj) or started
+    if started is None or answered is None:
+        raise BadLine("no timestamp on the request or response")
+    model = message.get("model") if isinstance(message.get("model"), str) else body.get("model")
+    msg_id = message.get("id")
+    record = usage_record(
+        usage,
+        answered,
+        stream="",
+        line=line,
+        model=model if isinstance(model, str) else None,
+        message_id=msg_id if isinstance(msg_id, str) else None,
+        server_reason=_server_reason(message),
+        fingerprint=fingerprint_request(body, betas_from_headers(headers)),
+        applied_edits=_applied_edits(message),
+    )
+    if record.ttl != "1h" and _asked_1h(body):
+        record = dataclasses.replace(record, ttl="1h")
+    return CapturedCall(started, record)
+
+
+def read_capture(lines: Iterable[bytes], source: str, session_id: str) -> SessionLog:
+    """A whole capture, its calls sorted into streams with one ledger each."""
+    session = SessionLog(session_id, source, FORMAT)
+    calls: list[CapturedCall] = []
+    for number, obj in iter_objects(lines, source, session.issues):
+        try:
+            calls.append(read_call(obj, number))
+        except ApiErrorResponse:
+            session.api_errors += 1
+        except (BadLine, NotAModelCall) as exc:
+            session.issues.append(LineIssue(source, number, str(exc)))
+    # Streams are sequences of requests as sent; captures log them as they complete.
+    calls.sort(key=lambda c: c.started_at)
+    for stream_id, kind, items in name_threads(split_threads(c.record for c in calls)):
+        session.stream(stream_id, kind, source=source).items.extend(items)
+    if not session.streams:
+        session.stream(MAIN_STREAM, StreamKind.MAIN, source=source)
+    return session

@@ -1,0 +1,191 @@
+"""cachediag's own normalised request record: the format anyone can convert logs to.
+
+One JSON object per line: a request (the fields of prompt-cache.md §1, plus an optional
+fingerprint) or an event such as ``{"event": "compaction", "at": ...}``. The pydantic
+models below are the contract; ``cachediag schema`` prints their JSON Schema. Validation
+is the point here, so pydantic is imported (lazily, by the reader) only for this format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from cachediag.ingest.lines import iter_objects
+from cachediag.model import (
+    MAIN_STREAM,
+    Fingerprint,
+    LineIssue,
+    RebuildAnnounced,
+    RebuildKind,
+    RequestRecord,
+    ServerReason,
+    SessionLog,
+    StreamItem,
+    StreamKind,
+)
+
+FORMAT = "cachediag-records"
+
+
+class FingerprintIn(BaseModel):
+    """Hashes, names, counts and lengths of a request; never its text. Omit what is unknown."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str | None = None
+    system_hashes: list[str] | None = None
+    """One content hash per system block, ``cache_control`` stripped."""
+    system_chars: int | None = None
+    system_cache_control: list[str] | None = None
+    """Per system block: its ``cache_control`` as ``type;ttl=..;scope=..``, or ``""``."""
+    tools: list[tuple[str, str]] | None = None
+    """``[name, content hash]`` per tool, in request order."""
+    betas: list[str] | None = None
+    effort: str | None = None
+    thinking_mode: str | None = None
+    thinking_display: str | None = None
+    fast_mode: str | None = None
+    auto_mode: str | None = None
+    overage: str | None = None
+    extra_body_hash: str | None = None
+    defer_loading: bool | None = None
+    message_hashes: list[str] | None = None
+    message_roles: list[str] | None = None
+
+
+class ServerReasonIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    type: str | None
+    """``diagnostics.cache_miss_reason.type``; null: the server found no divergence."""
+    missed_tokens: int | None = None
+
+
+class RequestIn(BaseModel):
+    """One API request (prompt-cache.md §1)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    at: float
+    """When the response arrived, Unix epoch seconds."""
+    input_tokens: int = Field(ge=0)
+    """Uncached input: tokens after the last cache breakpoint."""
+    cache_read_tokens: int = Field(ge=0)
+    cache_creation_tokens: int = Field(ge=0)
+    cache_creation_5m: int | None = Field(default=None, ge=0)
+    cache_creation_1h: int | None = Field(default=None, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
+    ttl: Literal["5m", "1h"] | None = None
+    """Defaults to ``1h`` when ``cache_creation_1h`` > 0, else ``5m``."""
+    model: str | None = None
+    request_id: str | None = None
+    message_id: str | None = None
+    stream: str = MAIN_STREAM
+    applied_edits: int = Field(default=0, ge=0)
+    """Entries of the response's ``context_management.applied_edits``."""
+    server_reason: ServerReasonIn | None = None
+    fingerprint: FingerprintIn | None = None
+
+
+class EventIn(BaseModel):
+    """A rebuild announced before it happens (a compaction, a clearing of tool results)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    event: Literal["compaction", "microcompaction", "context_edit"]
+    at: float
+    stream: str = MAIN_STREAM
+
+
+def json_schema() -> dict[str, Any]:
+    schema: dict[str, Any] = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "cachediag normalised request log line",
+        "description": "One JSON object per line: a request record or an event.",
+        "oneOf": [{"$ref": "#/$defs/RequestIn"}, {"$ref": "#/$defs/EventIn"}],
+        "$defs": {},
+    }
+    for model in (RequestIn, EventIn):
+        sub = model.model_json_schema(ref_template="#/$defs/{model}")
+        schema["$defs"].update(sub.pop("$defs", {}))
+        schema["$defs"][model.__name__] = sub
+    return schema
+
+
+def _tuple(value: list[str] | None) -> tuple[str, ...] | None:
+    return None if value is None else tuple(value)
+
+
+def _fingerprint(fp: FingerprintIn) -> Fingerprint:
+    return Fingerprint(
+        model=fp.model,
+        system_hashes=_tuple(fp.system_hashes),
+        system_chars=fp.system_chars,
+        system_cache_control=_tuple(fp.system_cache_control),
+        tools=None if fp.tools is None else tuple((n, h) for n, h in fp.tools),
+        betas=None if fp.betas is None else tuple(sorted(fp.betas)),
+        effort=fp.effort,
+        thinking_mode=fp.thinking_mode,
+        thinking_display=fp.thinking_display,
+        fast_mode=fp.fast_mode,
+        auto_mode=fp.auto_mode,
+        overage=fp.overage,
+        extra_body_hash=fp.extra_body_hash,
+        defer_loading=fp.defer_loading,
+        message_hashes=_tuple(fp.message_hashes),
+        message_roles=_tuple(fp.message_roles),
+    )
+
+
+def to_item(obj: dict[str, Any], line: int) -> StreamItem:
+    if "event" in obj:
+        ev = EventIn.model_validate(obj)
+        return RebuildAnnounced(ev.at, RebuildKind(ev.event), stream=ev.stream, line=line)
+    r = RequestIn.model_validate(obj)
+    ttl = r.ttl or ("1h" if (r.cache_creation_1h or 0) > 0 else "5m")
+    return RequestRecord(
+        at=r.at,
+        input_tokens=r.input_tokens,
+        cache_read_tokens=r.cache_read_tokens,
+        cache_creation_tokens=r.cache_creation_tokens,
+        output_tokens=r.output_tokens,
+        ttl=ttl,
+        cache_creation_5m_tokens=r.cache_creation_5m,
+        cache_creation_1h_tokens=r.cache_creation_1h,
+        model=r.model,
+        request_id=r.request_id,
+        message_id=r.message_id,
+        stream=r.stream,
+        line=line,
+        server_reason=None
+        if r.server_reason is None
+        else ServerReason(r.server_reason.type, r.server_reason.missed_tokens),
+        fingerprint=None if r.fingerprint is None else _fingerprint(r.fingerprint),
+        applied_edits=r.applied_edits,
+    )
+
+
+def _problem(exc: ValidationError) -> str:
+    # Field locations and error kinds only: pydantic's message would quote the input.
+    parts = []
+    for err in exc.errors()[:3]:
+        where = ".".join(str(p) for p in err["loc"]) or "line"
+        parts.append(f"{where}: {err['type']}")
+    return "not a valid cachediag record (" + "; ".join(parts) + ")"
+
+
+def read_records(lines: Iterable[bytes], source: str, session_id: str) -> SessionLog:
+    session = SessionLog(session_id, source, FORMAT)
+    session.stream(MAIN_STREAM, StreamKind.MAIN, source=source)
+    for number, obj in iter_objects(lines, source, session.issues):
+        try:
+            item = to_item(obj, number)
+        except ValidationError as exc:
+            session.issues.append(LineIssue(source, number, _problem(exc)))
+            continue
+        kind = StreamKind.MAIN if item.stream == MAIN_STREAM else StreamKind.SUBAGENT
+        session.stream(item.stream, kind, source=source).items.append(item)
+    return session

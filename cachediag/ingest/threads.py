@@ -1,0 +1,149 @@
+"""Separating a capture into conversations (formats.md §2).
+
+A capture interleaves the main thread, subagents and small side calls. A request joins
+the conversation whose latest request it continues: the one sharing the most messages at
+the same positions, so that a rewrite of an earlier message (even the first) stays inside
+its conversation and is reported as the miss cause it is. A request that shares messages
+but neither the system prompt, the tool list nor the first message comes from another
+agent; when it shares most of a conversation it is a fork of it, such as the
+compaction agent summarising that conversation. A request that starts over with the
+forked conversation's system prompt and tools right after such a fork is that
+conversation going on after compaction: an announced rebuild, not a new stream.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from cachediag.model import (
+    MAIN_STREAM,
+    Fingerprint,
+    RebuildAnnounced,
+    RebuildKind,
+    RequestRecord,
+    StreamItem,
+    StreamKind,
+)
+
+FORK_MIN_SHARED = 2
+
+
+@dataclass(slots=True)
+class Thread:
+    first_seen: int
+    last: Fingerprint
+    items: list[StreamItem] = field(default_factory=list)
+    prompt_tokens: int = 0
+    forked_from: Thread | None = None
+    fork_at: float | None = None
+    """When another agent last forked this conversation (a compaction, most likely)."""
+
+
+def _shared_positions(before: tuple[str, ...], after: tuple[str, ...]) -> int:
+    return sum(1 for a, b in zip(before, after, strict=False) if a == b)
+
+
+def continuation_score(last: Fingerprint, cur: Fingerprint) -> tuple[int, int] | None:
+    """How strongly ``cur`` continues the conversation whose latest request is ``last``."""
+    before, after = last.message_hashes or (), cur.message_hashes or ()
+    shared = _shared_positions(before, after)
+    if shared == 0:
+        return None
+    same = int(last.system_hashes == cur.system_hashes) + int(last.tools == cur.tools)
+    first_same = before[0] == after[0]
+    if same == 0 and not first_same:
+        return None
+    # Another agent quoting one message is not a continuation; a new system prompt and
+    # tool list on a conversation that goes on is (a multi-cause miss).
+    if same == 0 and shared < 2:
+        return None
+    return shared, same
+
+
+def _fork_parent(threads: list[Thread], fp: Fingerprint) -> Thread | None:
+    after = fp.message_hashes or ()
+    best: Thread | None = None
+    best_shared = 0
+    for thread in threads:
+        before = thread.last.message_hashes or ()
+        shared = _shared_positions(before, after)
+        if shared >= FORK_MIN_SHARED and 2 * shared >= len(before) and shared > best_shared:
+            best, best_shared = thread, shared
+    return best
+
+
+def _resumed_after_fork(threads: list[Thread], fp: Fingerprint) -> Thread | None:
+    for thread in reversed(threads):
+        last = thread.last
+        if (
+            thread.fork_at is not None
+            and last.system_hashes == fp.system_hashes
+            and last.tools == fp.tools
+            and last.model == fp.model
+        ):
+            return thread
+    return None
+
+
+def split_threads(records: Iterable[RequestRecord]) -> list[Thread]:
+    """Group requests (in the order they were sent) into conversations."""
+    threads: list[Thread] = []
+    for record in records:
+        fp = record.fingerprint
+        best: Thread | None = None
+        best_key: tuple[int, int, int] | None = None
+        if fp is not None and fp.message_hashes:
+            for thread in threads:
+                score = continuation_score(thread.last, fp)
+                if score is None:
+                    continue
+                key = (score[0], score[1], thread.first_seen)
+                if best_key is None or key > best_key:
+                    best, best_key = thread, key
+        if best is None and fp is not None:
+            best = _resumed_after_fork(threads, fp)
+            if best is not None and best.fork_at is not None:
+                best.items.append(RebuildAnnounced(best.fork_at, RebuildKind.COMPACTION))
+        if best is None:
+            best = Thread(first_seen=len(threads), last=fp or Fingerprint())
+            if fp is not None:
+                best.forked_from = _fork_parent(threads, fp)
+                if best.forked_from is not None:
+                    best.forked_from.fork_at = record.at
+            threads.append(best)
+        best.fork_at = None
+        best.items.append(record)
+        best.prompt_tokens += record.total_tokens
+        if fp is not None:
+            best.last = fp
+    return threads
+
+
+def name_threads(threads: list[Thread]) -> list[tuple[str, StreamKind, list[StreamItem]]]:
+    """Stream ids and kinds: the main thread carries the most prompt tokens.
+
+    Counting requests instead would crown a run of identical one-message quota checks.
+    """
+    if not threads:
+        return []
+    main = max(threads, key=lambda t: (t.prompt_tokens, -t.first_seen))
+    main_model = main.last.model
+    out: list[tuple[str, StreamKind, list[StreamItem]]] = []
+    counters = {StreamKind.SUBAGENT: 0, StreamKind.SIDE_CALL: 0, StreamKind.COMPACTION: 0}
+    for thread in threads:
+        if thread is main:
+            kind, stream_id = StreamKind.MAIN, MAIN_STREAM
+        else:
+            if thread.forked_from is not None:
+                kind = StreamKind.COMPACTION
+            elif thread.last.tools and thread.last.model == main_model:
+                kind = StreamKind.SUBAGENT
+            else:
+                kind = StreamKind.SIDE_CALL
+            counters[kind] += 1
+            stream_id = f"{kind.value.replace('_', '-')}-{counters[kind]}"
+        items = [dataclasses.replace(i, stream=stream_id) for i in thread.items]
+        out.append((stream_id, kind, items))
+    return out
