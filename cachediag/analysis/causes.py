@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from cachediag.model import Fingerprint, RequestRecord, ServerReason
@@ -77,6 +77,8 @@ class Diagnosis:
     system_blocks_changed: tuple[int, ...] | None = None
     first_rewritten_message: int | None = None
     first_rewritten_role: str | None = None
+    server_causes: tuple[Cause, ...] = ()
+    """The causes the API reported itself; the rest of ``causes`` were inferred."""
 
     @property
     def named(self) -> bool:
@@ -164,10 +166,15 @@ def diagnose_miss(
 ) -> Diagnosis:
     """Causes of one miss: server word first, then changed dimensions, then the clock."""
     server = cur.server_reason
-    if server is not None and server.type is not None:
-        mapped = SERVER_REASONS.get(server.type)
-        if mapped is not None:
-            return Diagnosis(causes=(mapped,), source="server")
+    mapped = None if server is None or server.type is None else SERVER_REASONS.get(server.type)
+    if mapped is not None:
+        if prev.fingerprint is None or cur.fingerprint is None:
+            return Diagnosis(causes=(mapped,), source="server", server_causes=(mapped,))
+        # The server's word leads; what the bodies show adds the details (tool names,
+        # system deltas) and any other dimension that changed with it.
+        seen = diff_fingerprints(prev.fingerprint, cur.fingerprint)
+        causes = (mapped, *(c for c in seen.causes if c is not mapped))
+        return replace(seen, causes=causes, source="server", server_causes=(mapped,))
     expired = evidence.gap_s >= ttl_window_s
     if prev.fingerprint is not None and cur.fingerprint is not None:
         diagnosis = diff_fingerprints(prev.fingerprint, cur.fingerprint)

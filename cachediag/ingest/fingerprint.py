@@ -101,7 +101,9 @@ def _tools(body: Mapping[str, Any]) -> tuple[tuple[tuple[str, str], ...], bool]:
             out.append((f"#{i}", content_hash(tool)))
             continue
         name = tool.get("name")
-        out.append((name if isinstance(name, str) else f"#{i}", content_hash(tool)))
+        # Deferral is its own dimension (defer_loading_changed), not a new definition.
+        definition = {k: v for k, v in tool.items() if k != "defer_loading"}
+        out.append((name if isinstance(name, str) else f"#{i}", content_hash(definition)))
         deferred = deferred or bool(tool.get("defer_loading"))
     return tuple(out), deferred
 
@@ -135,12 +137,6 @@ def _extra(body: Mapping[str, Any]) -> str:
             if not value:
                 continue
         rest[key] = value
-    thinking = body.get("thinking")
-    if isinstance(thinking, dict):
-        # A budget change is neither a mode nor a display change, but it is a change.
-        budget = {k: v for k, v in thinking.items() if k not in ("type", "display")}
-        if budget:
-            rest["thinking"] = budget
     return content_hash(rest)
 
 

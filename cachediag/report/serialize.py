@@ -61,6 +61,9 @@ def _details(entry: LedgerEntry) -> dict[str, Any]:
         if d.first_rewritten_message is not None:
             out["first_rewritten_message"] = d.first_rewritten_message
             out["first_rewritten_role"] = d.first_rewritten_role
+        if d.server_causes:
+            out["server_causes"] = [c.value for c in d.server_causes]
+            out["inferred_causes"] = [c.value for c in d.causes if c not in d.server_causes]
     ev = entry.evidence
     if ev is not None:
         out["evidence"] = {

@@ -1,0 +1,135 @@
+"""``cachediag explain``: one request against its predecessor, in words or JSON."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cachediag.analysis.costs import ModelPrices
+from cachediag.cli.common import CachediagError, emit_json, report_issues
+
+
+def _prices_for(model: str | None, at: float) -> ModelPrices | None:
+    """Prices from ``cachediag.pricing`` when installed, else straight from genai-prices."""
+    if model is None:
+        return None
+    import importlib
+
+    try:
+        pricing = importlib.import_module("cachediag.pricing")
+    except ImportError:
+        return _genai_prices(model, at)
+    found = pricing.lookup_prices(model, at)
+    return found if isinstance(found, ModelPrices) else None
+
+
+def _genai_prices(model: str, at: float) -> ModelPrices | None:
+    from datetime import UTC, datetime
+
+    from genai_prices import Usage, calc_price
+
+    try:
+        calc = calc_price(
+            Usage(input_tokens=1),
+            model_ref=model,
+            genai_request_timestamp=datetime.fromtimestamp(at, UTC),
+        )
+    except LookupError:
+        return None
+
+    def base(value: Any) -> float:
+        tiered = getattr(value, "base", None)
+        return float(value if tiered is None else tiered)
+
+    p = calc.model_price
+    write = base(p.cache_write_mtok)
+    return ModelPrices(
+        input_mtok=base(p.input_mtok),
+        cache_write_5m_mtok=write,
+        cache_write_1h_mtok=base(p.cache_write_1h_mtok) if p.cache_write_1h_mtok else write,
+        cache_read_mtok=base(p.cache_read_mtok),
+        output_mtok=base(p.output_mtok),
+        source="genai-prices",
+    )
+
+
+@click.command()
+@click.argument("log", type=click.Path(path_type=Path))
+@click.option("--request", "index", type=int, metavar="N", help="Request N of the stream.")
+@click.option("--message-id", metavar="ID", help="The request whose response has this id.")
+@click.option(
+    "--stream",
+    "stream_id",
+    metavar="ID",
+    default="main",
+    show_default=True,
+    help="Which conversation --request counts in (see analyze --json streams).",
+)
+@click.option("--json", "as_json", is_flag=True, help="The same account as one JSON object.")
+def explain(
+    log: Path, index: int | None, message_id: str | None, stream_id: str, as_json: bool
+) -> None:
+    """Explain one request against the one before it (default: the last miss).
+
+    LOG is a capture, a transcript or any log analyze reads ('-' for stdin). Shows what
+    changed (tools added, removed or redefined by name; system blocks with character
+    deltas; the first rewritten message; model, betas, effort, thinking before -> after),
+    the TTL and idle gap, the tokens re-processed and what the miss cost over a hit.
+
+    \b
+    Examples:
+      cachediag explain capture.jsonl
+      cachediag explain capture.jsonl --request 12 --json
+      cachediag explain session.jsonl --message-id msg_01ABC
+    """
+    from cachediag.analysis.explain import explain_request, last_miss_index
+    from cachediag.pipeline import Run
+    from cachediag.report.explain import explanation_dict, explanation_lines
+
+    if index is not None and message_id is not None:
+        raise click.UsageError("give --request or --message-id, not both")
+    stdin = sys.stdin.buffer if str(log) == "-" else None
+    run = Run()
+    sessions = list(run.sessions([log], stdin, time.time()))
+    if run.errors:
+        raise CachediagError(run.errors[-1])
+    if not sessions:
+        raise CachediagError(f"{log}: no session found")
+    session = sessions[0]
+    report_issues(session.log.issues)
+    target = None
+    for stream in session.streams:
+        if message_id is not None:
+            hit = next((e for e in stream.entries if e.record.message_id == message_id), None)
+            if hit is not None:
+                target = (stream, hit.index)
+                break
+        elif stream.log.id == stream_id:
+            pos = last_miss_index(stream.entries) if index is None else index
+            if pos is None:
+                raise CachediagError(
+                    f"no miss in stream {stream_id!r} of {log}; pass --request N to explain "
+                    "any request"
+                )
+            if not 0 <= pos < len(stream.entries):
+                raise CachediagError(
+                    f"stream {stream_id!r} has {len(stream.entries)} requests (0-"
+                    f"{len(stream.entries) - 1}); no request {pos}"
+                )
+            target = (stream, pos)
+            break
+    if target is None:
+        what = f"message id {message_id!r}" if message_id else f"stream {stream_id!r}"
+        raise CachediagError(f"{log}: no {what}")
+    stream, pos = target
+    record = stream.entries[pos].record
+    ex = explain_request(stream.log.id, stream.entries, pos, _prices_for(record.model, record.at))
+    if as_json:
+        emit_json([explanation_dict(ex, session.log.source)], None)
+    else:
+        for line in explanation_lines(ex):
+            click.echo(line)

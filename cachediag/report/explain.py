@@ -1,0 +1,153 @@
+"""``cachediag explain`` output: the JSON object and the readable account of one request."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from cachediag.analysis.explain import Explanation
+from cachediag.analysis.ledger import Outcome
+from cachediag.report.serialize import SCHEMA_VERSION, request_dict
+
+
+def explanation_dict(ex: Explanation, source: str) -> dict[str, Any]:
+    entry = ex.entry
+    d = entry.diagnosis
+    changes: dict[str, Any] = {}
+    if d is not None:
+        for key in ("tools_added", "tools_removed", "tools_changed", "system_blocks_changed"):
+            value = getattr(d, key)
+            if value:
+                changes[key] = list(value)
+        if d.system_char_delta is not None:
+            changes["system_char_delta"] = d.system_char_delta
+        if d.first_rewritten_message is not None:
+            changes["first_rewritten_message"] = d.first_rewritten_message
+            changes["first_rewritten_role"] = d.first_rewritten_role
+    for change in ex.settings:
+        changes[change.field] = {"before": change.before, "after": change.after}
+    if ex.betas_added or ex.betas_removed:
+        changes["betas"] = {"added": list(ex.betas_added), "removed": list(ex.betas_removed)}
+    if ex.system_cache_control_changed:
+        changes["system_cache_control"] = True
+    if ex.extra_body_changed:
+        changes["extra_body"] = True
+    r = entry.record
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "source": source,
+        "stream": ex.stream,
+        "request": request_dict(entry),
+        "previous_index": None if ex.prev is None else ex.prev.index,
+        "bodies_visible": ex.visible,
+        "changes": changes,
+        "ttl_in_force": ex.ttl_in_force,
+        "idle_s": None if ex.idle_s is None else round(ex.idle_s, 3),
+        "ttl_expired": ex.ttl_expired,
+        "tokens": {
+            "read": r.cache_read_tokens,
+            "written": r.cache_creation_tokens,
+            "uncached_input": r.input_tokens,
+            "reprocessed": entry.reprocessed_tokens,
+            "previous_prompt": None if ex.prev is None else ex.prev.record.total_tokens,
+        },
+        "cost": None
+        if ex.costs is None
+        else {
+            "actual_usd": round(ex.costs.actual_usd, 6),
+            "if_hit_usd": round(ex.costs.if_hit_usd, 6),
+            "miss_usd": round(ex.costs.miss_usd, 6),
+            "prices_source": ex.costs.prices_source,
+        },
+    }
+
+
+def _when(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def explanation_lines(ex: Explanation) -> list[str]:
+    """The readable account; every value is a name, count, length or price."""
+    entry = ex.entry
+    r = entry.record
+    d = entry.diagnosis
+    lines = [
+        f"Request {entry.index} of stream {ex.stream} ({r.model or 'unknown model'}), "
+        f"{_when(r.at)}: {entry.outcome.value}",
+    ]
+    if ex.prev is None:
+        lines.append("  first request of its stream: nothing to compare with")
+        return lines
+    if d is not None:
+        source = "reported by the API" if d.source == "server" else "inferred from the log"
+        lines.append(f"  cause: {', '.join(c.value for c in d.causes)} ({source})")
+        if d.server_causes and len(d.causes) > len(d.server_causes):
+            inferred = [c.value for c in d.causes if c not in d.server_causes]
+            lines.append(
+                f"    API said: {', '.join(c.value for c in d.server_causes)}; "
+                f"also changed: {', '.join(inferred)}"
+            )
+    elif entry.outcome is Outcome.EXPECTED and entry.announced is not None:
+        lines.append(f"  expected rebuild, announced by a {entry.announced.value}")
+    lines.append(
+        f"  compared with request {ex.prev.index}, {_duration(ex.idle_s or 0.0)} "
+        f"earlier; TTL in force {ex.ttl_in_force}"
+        + (" (expired)" if ex.ttl_expired else " (still alive)")
+    )
+    lines.extend(_change_lines(ex))
+    lines.append(
+        f"  tokens: read {r.cache_read_tokens:,}, written {r.cache_creation_tokens:,}, "
+        f"uncached {r.input_tokens:,}; re-processed {entry.reprocessed_tokens:,} of the "
+        f"previous prompt's {ex.prev.record.total_tokens:,}"
+    )
+    if ex.costs is None:
+        lines.append("  cost: no known price for this model")
+    else:
+        c = ex.costs
+        lines.append(
+            f"  cost: ${c.actual_usd:.4f}; as a hit ${c.if_hit_usd:.4f}; "
+            f"the miss cost ${c.miss_usd:.4f} more ({c.prices_source})"
+        )
+    return lines
+
+
+def _change_lines(ex: Explanation) -> list[str]:
+    d = ex.entry.diagnosis
+    out: list[str] = []
+    if not ex.visible:
+        out.append("  request bodies not in this log: tools and system prompt not compared")
+    if d is not None:
+        if d.tools_added:
+            out.append(f"  tools added: {', '.join(d.tools_added)}")
+        if d.tools_removed:
+            out.append(f"  tools removed: {', '.join(d.tools_removed)}")
+        if d.tools_changed:
+            out.append(f"  tools redefined: {', '.join(d.tools_changed)}")
+        if d.system_blocks_changed:
+            blocks = ", ".join(str(i) for i in d.system_blocks_changed)
+            delta = "" if d.system_char_delta is None else f" ({d.system_char_delta:+,} chars)"
+            out.append(f"  system blocks changed: {blocks}{delta}")
+        if d.first_rewritten_message is not None:
+            out.append(
+                f"  first rewritten message: index {d.first_rewritten_message} "
+                f"({d.first_rewritten_role or 'unknown role'})"
+            )
+    for change in ex.settings:
+        out.append(f"  {change.field}: {change.before} -> {change.after}")
+    if ex.betas_added:
+        out.append(f"  betas added: {', '.join(ex.betas_added)}")
+    if ex.betas_removed:
+        out.append(f"  betas removed: {', '.join(ex.betas_removed)}")
+    if ex.system_cache_control_changed:
+        out.append("  system cache_control (scope or TTL) changed")
+    if ex.extra_body_changed:
+        out.append("  other request body fields changed")
+    return out
