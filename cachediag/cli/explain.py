@@ -70,8 +70,19 @@ def _genai_prices(model: str, at: float) -> ModelPrices | None:
     help="Which conversation --request counts in (see analyze --json streams).",
 )
 @click.option("--json", "as_json", is_flag=True, help="The same account as one JSON object.")
+@click.option(
+    "--jq",
+    "jq_filter",
+    metavar="FILTER",
+    help="Apply a jq program to the JSON object (implies --json); strings print raw.",
+)
 def explain(
-    log: Path, index: int | None, message_id: str | None, stream_id: str, as_json: bool
+    log: Path,
+    index: int | None,
+    message_id: str | None,
+    stream_id: str,
+    as_json: bool,
+    jq_filter: str | None,
 ) -> None:
     """Explain one request against the one before it (default: the last miss).
 
@@ -128,8 +139,8 @@ def explain(
     stream, pos = target
     record = stream.entries[pos].record
     ex = explain_request(stream.log.id, stream.entries, pos, _prices_for(record.model, record.at))
-    if as_json:
-        emit_json([explanation_dict(ex, session.log.source)], None)
+    if as_json or jq_filter is not None:
+        emit_json([explanation_dict(ex, session.log.source)], jq_filter)
     else:
         for line in explanation_lines(ex):
             click.echo(line)

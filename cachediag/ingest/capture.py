@@ -24,7 +24,7 @@ REQUEST_KEYS = ("request", "req", "request_body", "input")
 RESPONSE_KEYS = ("response", "res", "response_body", "output")
 _BODY_KEYS = ("body", "json", "data", "content")
 _RAW_KEYS = ("body_raw", "raw", "text", "sse")
-_TIME_KEYS = ("timestamp", "time", "at", "created_at", "ts")
+_TIME_KEYS = ("timestamp", "time", "at", "created_at", "ts", "logged_at")
 
 
 class NotAModelCall(Exception):
@@ -194,10 +194,11 @@ def _applied_edits(message: JsonObject) -> int:
 
 def read_call(obj: JsonObject, line: int) -> CapturedCall:
     """One capture record -> a call; ``BadLine`` says why it cannot be used."""
-    envelope, body, headers = _request_parts(obj)
-    url = envelope.get("url", obj.get("url"))
-    if not _is_model_url(url):
+    req = _first(obj, REQUEST_KEYS)
+    url = req.get("url") if isinstance(req, dict) else None
+    if not _is_model_url(url if url is not None else obj.get("url")):
         raise NotAModelCall("not a /v1/messages request")
+    envelope, body, headers = _request_parts(obj)
     if not isinstance(body.get("messages"), list):
         raise NotAModelCall("request body has no messages list")
     message = _response_message(obj)
