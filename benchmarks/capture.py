@@ -52,7 +52,8 @@ def write_capture(path: Path, target_bytes: int) -> int:
                 size += len(line.encode())
             msgs.append({"role": "assistant", "content": [
                 {"type": "text", "text": f"step {k} {filler}"},
-                {"type": "tool_use", "id": f"toolu_{k}", "name": "Bash", "input": {"arg": "make"}}]})
+                {"type": "tool_use", "id": f"toolu_{k}", "name": "Bash",
+                 "input": {"arg": "make"}}]})
             msgs.append({"role": "user", "content": [
                 {"type": "tool_result", "tool_use_id": f"toolu_{k}", "content": filler}]})
             prev_total, at, k = total, at + 15.0, k + 1
