@@ -24,7 +24,9 @@ REQUEST_KEYS = ("request", "req", "request_body", "input")
 RESPONSE_KEYS = ("response", "res", "response_body", "output")
 _BODY_KEYS = ("body", "json", "data", "content")
 _RAW_KEYS = ("body_raw", "raw", "text", "sse")
-_TIME_KEYS = ("timestamp", "time", "at", "created_at", "ts", "logged_at")
+_TIME_KEYS = ("timestamp", "time", "at", "created_at", "ts")
+_SENT_KEYS = ("started_at", "start_time", "request_time", "sent_at", *_TIME_KEYS)
+_ANSWERED_KEYS = ("ended_at", "end_time", "response_time", "completed_at", "logged_at")
 
 
 class NotAModelCall(Exception):
@@ -64,11 +66,11 @@ def _as_object(value: Any, what: str) -> JsonObject:
     return value
 
 
-def _time(*holders: Any) -> float | None:
+def _time(*holders: Any, keys: tuple[str, ...] = _TIME_KEYS) -> float | None:
     for holder in holders:
         if not isinstance(holder, dict):
             continue
-        for key in _TIME_KEYS:
+        for key in keys:
             value = holder.get(key)
             if value is not None:
                 try:
@@ -206,10 +208,17 @@ def read_call(obj: JsonObject, line: int) -> CapturedCall:
     if not isinstance(usage, dict):
         raise BadLine("response has no usage")
     resp = _first(obj, RESPONSE_KEYS)
-    started = _time(envelope, obj)
-    answered = _time(resp if isinstance(resp, dict) else None, obj) or started
+    started = _time(envelope, obj, keys=_SENT_KEYS)
+    answered = _time(resp if isinstance(resp, dict) else None)
+    if answered is None:
+        answered = _time(obj, keys=_ANSWERED_KEYS)
+    if answered is None:
+        answered = started
+    if started is None:
+        started = answered
     if started is None or answered is None:
-        raise BadLine("no timestamp on the request or response")
+        # Order is all that is known: gaps read as 0, so no expiry is ever claimed.
+        started = answered = 0.0
     model = message.get("model") if isinstance(message.get("model"), str) else body.get("model")
     msg_id = message.get("id")
     record = usage_record(

@@ -142,6 +142,10 @@ def _extra(body: Mapping[str, Any]) -> str:
 
 def betas_from_headers(headers: Any) -> tuple[str, ...]:
     """The sorted ``anthropic-beta`` names; no other header is ever looked at."""
+    if isinstance(headers, list):
+        # Some loggers keep headers as [name, value] pairs.
+        pairs = [tuple(p) for p in headers if isinstance(p, list | tuple) and len(p) == 2]
+        headers = dict(pairs)
     if not isinstance(headers, dict):
         return ()
     names: set[str] = set()
