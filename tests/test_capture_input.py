@@ -156,3 +156,11 @@ def test_no_prompt_text_or_header_value_in_any_output(path: Path) -> None:
         assert "Request 2" in text or '"index": 2' in text or "Prompt cache" in text
         for secret in SECRETS:
             assert secret not in text
+
+
+def test_shared_corpus_capture_reads_cleanly(corpus: Path) -> None:
+    path = corpus / "claude-trace" / "test-traffic.jsonl"
+    result = _run("analyze", "--json", "--now", "0", str(path))
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ""
+    assert json.loads(result.stdout)["totals"]["requests"] == _usage_sums(path)["requests"]

@@ -39,12 +39,13 @@ def analyze(
     now: float | None,
     jq_filter: str | None,
 ) -> None:
-    """Analyse Claude Code transcripts: hits, misses and their likely causes.
+    """Analyse Claude Code transcripts and API request logs: hits, misses and their causes.
 
     PATHS may be transcript files (a session's subagents/ folder is read with it), session
-    folders, project folders or a whole projects tree. With no PATHS, logs piped on stdin
-    are read ('-' names stdin explicitly); otherwise all of ~/.claude/projects (or
-    $CLAUDE_CONFIG_DIR/projects).
+    folders, project folders or a whole projects tree, or request logs (claude-trace and
+    other request/response captures, API responses, OpenAI usage, cachediag records).
+    With no PATHS, logs piped on stdin are read ('-' names stdin explicitly); otherwise
+    all of ~/.claude/projects (or $CLAUDE_CONFIG_DIR/projects).
 
     \b
     Examples:
