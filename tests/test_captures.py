@@ -137,3 +137,16 @@ def test_capture_read_from_stdin(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["analyze", "--json", "--now", "0", "-"], input=data)
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["prompt_cache"]["miss_causes"] == {"tools_changed": 1}
+
+
+def test_parallel_subagents_get_a_stream_each() -> None:
+    # Main: 3 requests, then two Task subagents (same system prompt and tools, other
+    # prompts, identical tool turns) interleaved 3 requests each, then 2 more main ones.
+    obj = _analyze(CAPTURES / "streams" / "parallel_subagents.jsonl", "--requests")
+    assert obj["prompt_cache"]["requests"] == 5
+    assert obj["prompt_cache"]["misses"] == 0
+    subagents = [s for s in obj["streams"] if s["kind"] == "subagent"]
+    assert [s["prompt_cache"]["requests"] for s in subagents] == [3, 3]
+    assert all(s["prompt_cache"]["misses"] == 0 for s in subagents)
+    ids = [[r["message_id"] for r in s["requests"]] for s in subagents]
+    assert sorted(ids) == [[f"msg_sub_{n}_{k}" for k in range(3)] for n in "ab"]

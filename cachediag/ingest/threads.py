@@ -93,13 +93,16 @@ def split_threads(records: Iterable[RequestRecord]) -> list[Thread]:
     for record in records:
         fp = record.fingerprint
         best: Thread | None = None
-        best_key: tuple[int, int, int] | None = None
+        best_key: tuple[bool, int, int, int] | None = None
         if fp is not None and fp.message_hashes:
             for thread in threads:
                 score = continuation_score(thread.last, fp)
                 if score is None:
                     continue
-                key = (score[0], score[1], thread.first_seen)
+                # A conversation that cur extends whole beats one it merely resembles:
+                # parallel subagents can share identical tool turns at the same places.
+                extends = score[0] == len(thread.last.message_hashes or ())
+                key = (extends, score[0], score[1], thread.first_seen)
                 if best_key is None or key > best_key:
                     best, best_key = thread, key
         if best is None and fp is not None:
