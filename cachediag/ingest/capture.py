@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from cachediag.ingest.fingerprint import betas_from_headers, fingerprint_request
+from cachediag.ingest.fingerprint import betas_from_headers, canonical_json, fingerprint_request
 from cachediag.ingest.lines import BadLine, JsonObject, iter_objects, parse_line
 from cachediag.ingest.threads import name_threads, split_threads
 from cachediag.ingest.transcript import _server_reason, parse_timestamp, usage_record
@@ -171,8 +171,6 @@ def _is_model_url(url: Any) -> bool:
 
 
 def _asked_1h(body: JsonObject) -> bool:
-    # Only cache_control markers can ask for a TTL; checking the serialised body for
-    # them first keeps this cheap on huge conversations.
     def walk(value: Any) -> bool:
         if isinstance(value, dict):
             cc = value.get("cache_control")
@@ -183,7 +181,13 @@ def _asked_1h(body: JsonObject) -> bool:
             return any(walk(v) for v in value)
         return False
 
-    return any(walk(body.get(k)) for k in ("system", "tools", "messages"))
+    for key in ("system", "tools", "messages"):
+        value = body.get(key)
+        # Serialising is far cheaper than walking a long conversation; walk only the
+        # parts that could hold a 1h marker at all.
+        if value is not None and b'"1h"' in canonical_json(value) and walk(value):
+            return True
+    return False
 
 
 def _applied_edits(message: JsonObject) -> int:

@@ -27,6 +27,8 @@ except ImportError:  # pragma: no cover - exercised only without orjson
 
 from cachediag.model import Fingerprint
 
+canonical_json = _canonical
+
 JsonObject = dict[str, Any]
 
 # Body fields that have a dimension of their own; the rest hash into ``extra_body``.

@@ -62,11 +62,16 @@ def continuation_score(last: Fingerprint, cur: Fingerprint) -> tuple[int, int] |
     return shared, same
 
 
-def _fork_parent(threads: list[Thread], fp: Fingerprint) -> Thread | None:
+INDEXED_POSITIONS = 3
+"""Threads are found by their latest messages at these first positions: a request shares
+one of them with the conversation it continues unless all were rewritten at once."""
+
+
+def _fork_parent(candidates: Iterable[Thread], fp: Fingerprint) -> Thread | None:
     after = fp.message_hashes or ()
     best: Thread | None = None
     best_shared = 0
-    for thread in threads:
+    for thread in candidates:
         before = thread.last.message_hashes or ()
         shared = _shared_positions(before, after)
         if shared >= FORK_MIN_SHARED and 2 * shared >= len(before) and shared > best_shared:
@@ -74,8 +79,8 @@ def _fork_parent(threads: list[Thread], fp: Fingerprint) -> Thread | None:
     return best
 
 
-def _resumed_after_fork(threads: list[Thread], fp: Fingerprint) -> Thread | None:
-    for thread in reversed(threads):
+def _resumed_after_fork(forked: list[Thread], fp: Fingerprint) -> Thread | None:
+    for thread in reversed(forked):
         last = thread.last
         if (
             thread.fork_at is not None
@@ -87,40 +92,72 @@ def _resumed_after_fork(threads: list[Thread], fp: Fingerprint) -> Thread | None
     return None
 
 
+@dataclass(slots=True)
+class _Index:
+    """Threads by (position, message hash) of their latest request, so that a capture
+    with thousands of one-off side calls is not compared with every one of them."""
+
+    by_key: dict[tuple[int, str], list[Thread]] = field(default_factory=dict)
+
+    def candidates(self, fp: Fingerprint) -> list[Thread]:
+        found: dict[int, Thread] = {}
+        for key in enumerate((fp.message_hashes or ())[:INDEXED_POSITIONS]):
+            for thread in self.by_key.get(key, ()):
+                found[thread.first_seen] = thread
+        return list(found.values())
+
+    def move(self, thread: Thread, old: Fingerprint | None, new: Fingerprint) -> None:
+        if old is not None:
+            for key in enumerate((old.message_hashes or ())[:INDEXED_POSITIONS]):
+                bucket = self.by_key.get(key)
+                if bucket is not None and thread in bucket:
+                    bucket.remove(thread)
+        for key in enumerate((new.message_hashes or ())[:INDEXED_POSITIONS]):
+            self.by_key.setdefault(key, []).append(thread)
+
+
 def split_threads(records: Iterable[RequestRecord]) -> list[Thread]:
     """Group requests (in the order they were sent) into conversations."""
     threads: list[Thread] = []
+    forked: list[Thread] = []
+    index = _Index()
     for record in records:
         fp = record.fingerprint
         best: Thread | None = None
         best_key: tuple[bool, int, int, int] | None = None
-        if fp is not None and fp.message_hashes:
-            for thread in threads:
-                score = continuation_score(thread.last, fp)
-                if score is None:
-                    continue
-                # A conversation that cur extends whole beats one it merely resembles:
-                # parallel subagents can share identical tool turns at the same places.
-                extends = score[0] == len(thread.last.message_hashes or ())
-                key = (extends, score[0], score[1], thread.first_seen)
-                if best_key is None or key > best_key:
-                    best, best_key = thread, key
+        candidates = index.candidates(fp) if fp is not None and fp.message_hashes else []
+        for thread in candidates:
+            assert fp is not None
+            score = continuation_score(thread.last, fp)
+            if score is None:
+                continue
+            # A conversation that cur extends whole beats one it merely resembles:
+            # parallel subagents can share identical tool turns at the same places.
+            extends = score[0] == len(thread.last.message_hashes or ())
+            key = (extends, score[0], score[1], thread.first_seen)
+            if best_key is None or key > best_key:
+                best, best_key = thread, key
         if best is None and fp is not None:
-            best = _resumed_after_fork(threads, fp)
+            best = _resumed_after_fork(forked, fp)
             if best is not None and best.fork_at is not None:
                 best.items.append(RebuildAnnounced(best.fork_at, RebuildKind.COMPACTION))
         if best is None:
             best = Thread(first_seen=len(threads), last=fp or Fingerprint())
             if fp is not None:
-                best.forked_from = _fork_parent(threads, fp)
+                best.forked_from = _fork_parent(candidates, fp)
                 if best.forked_from is not None:
                     best.forked_from.fork_at = record.at
+                    forked.append(best.forked_from)
             threads.append(best)
+            old = None
+        else:
+            old = best.last
         best.fork_at = None
         best.items.append(record)
         best.prompt_tokens += record.total_tokens
         if fp is not None:
             best.last = fp
+            index.move(best, old, fp)
     return threads
 
 
