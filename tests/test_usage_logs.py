@@ -109,3 +109,15 @@ def test_invalid_record_is_skipped_without_quoting_it(tmp_path: Path) -> None:
     assert json.loads(result.stdout)["skipped_lines"] == 1
     assert ":2: not a valid cachediag record (input_tokens" in result.stderr
     assert "hunter2" not in result.stderr
+
+
+def test_gemini_and_bedrock() -> None:
+    obj = _analyze(USAGE / "gemini_bedrock.jsonl")
+    # Bedrock: inputTokens are the uncached part, reads and writes apart.
+    assert [(r["input_tokens"], r["cache_read_tokens"], r["cache_creation_tokens"])
+            for r in obj["requests"]] == [(12, 0, 7_000), (15, 7_000, 400)]
+    # Gemini: promptTokenCount 9,000 includes 8,192 cached -> 808 uncached; grouped by
+    # model, so it is a stream of its own beside the Bedrock conversation.
+    (gemini,) = obj["streams"]
+    assert gemini["id"] == "gemini-2.5-pro"
+    assert gemini["prompt_cache"]["hit_ratio"] == pytest.approx(8_192 / 9_000)

@@ -43,7 +43,7 @@ def _openai_usage(usage: JsonObject) -> bool:
 
 
 def looks_like_usage(obj: JsonObject) -> bool:
-    if obj.get("type") in _SSE_EVENTS:
+    if obj.get("type") in _SSE_EVENTS or isinstance(obj.get("usageMetadata"), dict):
         return True
     usage = obj.get("usage")
     if isinstance(usage, dict):
@@ -78,16 +78,22 @@ def openai_record(usage: JsonObject, at: float, line: int, model: str | None) ->
         details = usage.get("input_tokens_details")
         output = token_count(usage, "output_tokens") or 0
     details = details if isinstance(details, dict) else {}
-    cached = token_count(details, "cached_tokens") or 0
     written = token_count(details, "cache_write_tokens", None)
     if written is None:
         written = token_count(usage, "cache_write_tokens") or 0
-    if cached + written > prompt:
+    read = token_count(details, "cached_tokens") or 0
+    return _plain_record(at, line, model, prompt=prompt, read=read, written=written, output=output)
+
+
+def _plain_record(
+    at: float, line: int, model: str | None, *, prompt: int, read: int, written: int, output: int
+) -> RequestRecord:
+    if read + written > prompt:
         raise BadLine("cached tokens exceed the prompt count")
     return RequestRecord(
         at=at,
-        input_tokens=prompt - cached - written,
-        cache_read_tokens=cached,
+        input_tokens=prompt - read - written,
+        cache_read_tokens=read,
         cache_creation_tokens=written,
         output_tokens=output,
         model=model,
@@ -95,13 +101,47 @@ def openai_record(usage: JsonObject, at: float, line: int, model: str | None) ->
     )
 
 
+def gemini_record(meta: JsonObject, at: float, line: int, model: str | None) -> RequestRecord:
+    """Gemini's ``promptTokenCount`` includes the cached tokens."""
+    return _plain_record(
+        at,
+        line,
+        model,
+        prompt=token_count(meta, "promptTokenCount") or 0,
+        read=token_count(meta, "cachedContentTokenCount") or 0,
+        written=0,
+        output=token_count(meta, "candidatesTokenCount") or 0,
+    )
+
+
+def bedrock_record(usage: JsonObject, at: float, line: int, model: str | None) -> RequestRecord:
+    """Bedrock Converse counts cache reads and writes apart from ``inputTokens``."""
+    read = token_count(usage, "cacheReadInputTokens") or 0
+    written = token_count(usage, "cacheWriteInputTokens") or 0
+    uncached = token_count(usage, "inputTokens") or 0
+    return _plain_record(
+        at,
+        line,
+        model,
+        prompt=uncached + read + written,
+        read=read,
+        written=written,
+        output=token_count(usage, "outputTokens") or 0,
+    )
+
+
 def message_record(obj: JsonObject, at: float, line: int) -> RequestRecord:
     message = obj["response"] if isinstance(obj.get("response"), dict) else obj
+    model = message.get("model", message.get("modelVersion", message.get("modelId")))
+    model = model if isinstance(model, str) else None
+    meta = message.get("usageMetadata")
+    if isinstance(meta, dict):
+        return gemini_record(meta, at, line, model)
     usage = message.get("usage")
     if not isinstance(usage, dict):
         raise BadLine("no usage object")
-    model = message.get("model")
-    model = model if isinstance(model, str) else None
+    if "inputTokens" in usage:
+        return bedrock_record(usage, at, line, model)
     if _openai_usage(usage):
         return openai_record(usage, at, line, model)
     msg_id = message.get("id")
