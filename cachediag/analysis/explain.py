@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cachediag.analysis.causes import Diagnosis, diff_fingerprints
 from cachediag.analysis.costs import ModelPrices, miss_cost_usd, request_cost_usd
 from cachediag.analysis.ledger import LedgerEntry, Outcome
 from cachediag.model import TTL_SECONDS, Fingerprint
@@ -45,6 +46,8 @@ class Explanation:
     stream: str
     entry: LedgerEntry
     prev: LedgerEntry | None
+    changed: Diagnosis | None
+    """What differs from the previous request, also for hits and expected rebuilds."""
     settings: tuple[Change, ...]
     """Model, effort, thinking and other settings that differ, before -> after."""
     betas_added: tuple[str, ...]
@@ -90,9 +93,12 @@ def explain_request(
     added: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
     cc_changed = extra_changed = False
+    changed = entry.diagnosis
     cur_fp = entry.record.fingerprint
     prev_fp = None if prev is None else prev.record.fingerprint
     if prev_fp is not None and cur_fp is not None:
+        if changed is None:
+            changed = diff_fingerprints(prev_fp, cur_fp)
         settings = _setting_changes(prev_fp, cur_fp)
         if prev_fp.betas is not None and cur_fp.betas is not None:
             added = tuple(sorted(set(cur_fp.betas) - set(prev_fp.betas)))
@@ -107,6 +113,7 @@ def explain_request(
         stream=stream,
         entry=entry,
         prev=prev,
+        changed=changed,
         settings=settings,
         betas_added=added,
         betas_removed=removed,

@@ -12,7 +12,7 @@ from cachediag.report.serialize import SCHEMA_VERSION, request_dict
 
 def explanation_dict(ex: Explanation, source: str) -> dict[str, Any]:
     entry = ex.entry
-    d = entry.diagnosis
+    d = ex.changed
     changes: dict[str, Any] = {}
     if d is not None:
         for key in ("tools_added", "tools_removed", "tools_changed", "system_blocks_changed"):
@@ -97,10 +97,14 @@ def explanation_lines(ex: Explanation) -> list[str]:
             )
     elif entry.outcome is Outcome.EXPECTED and entry.announced is not None:
         lines.append(f"  expected rebuild, announced by a {entry.announced.value}")
+    gap = entry.gap_s if entry.gap_s is not None else 0.0
+    since = ""
+    if entry.announced is not None and ex.idle_s is not None and ex.idle_s != gap:
+        since = f"; idle {_duration(ex.idle_s)} since the {entry.announced.value}"
+    alive = " (expired)" if ex.ttl_expired else " (still alive)"
     lines.append(
-        f"  compared with request {ex.prev.index}, {_duration(ex.idle_s or 0.0)} "
-        f"earlier; TTL in force {ex.ttl_in_force}"
-        + (" (expired)" if ex.ttl_expired else " (still alive)")
+        f"  compared with request {ex.prev.index}, {_duration(gap)} earlier{since}; "
+        f"TTL in force {ex.ttl_in_force}{alive}"
     )
     lines.extend(_change_lines(ex))
     lines.append(
@@ -112,15 +116,16 @@ def explanation_lines(ex: Explanation) -> list[str]:
         lines.append("  cost: no known price for this model")
     else:
         c = ex.costs
+        what = "the rebuild" if entry.outcome is Outcome.EXPECTED else "the miss"
         lines.append(
             f"  cost: ${c.actual_usd:.4f}; as a hit ${c.if_hit_usd:.4f}; "
-            f"the miss cost ${c.miss_usd:.4f} more ({c.prices_source})"
+            f"{what} cost ${c.miss_usd:.4f} more ({c.prices_source})"
         )
     return lines
 
 
 def _change_lines(ex: Explanation) -> list[str]:
-    d = ex.entry.diagnosis
+    d = ex.changed
     out: list[str] = []
     if not ex.visible:
         out.append("  request bodies not in this log: tools and system prompt not compared")
