@@ -54,6 +54,13 @@ def test_rule(expected_file: Path) -> None:
 
 def test_every_cause_a_transcript_can_support_has_a_fixture() -> None:
     names = {p.name.split(".")[0] for p in CASES}
-    for cause in ("ttl_expired_5m", "ttl_expired_1h", "model_changed", "messages_rewritten",
-                  "tools_changed", "likely_server_side", "unknown"):
+    for cause in (
+        "ttl_expired_5m",
+        "ttl_expired_1h",
+        "model_changed",
+        "messages_rewritten",
+        "tools_changed",
+        "likely_server_side",
+        "unknown",
+    ):
         assert cause in names

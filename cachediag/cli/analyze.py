@@ -73,7 +73,7 @@ def analyze(
     else:
         from rich.console import Console
 
-        from cachediag.report.tables import session_report
+        from cachediag.report.tables import print_session
 
         console = Console()
         count = 0
@@ -81,7 +81,7 @@ def analyze(
             issues.extend(a.log.issues)
             if count:
                 console.print()
-            console.print(session_report(a))
+            print_session(console, a)
             count += 1
         if count == 0 and not run.errors:
             click.echo("No sessions found.", err=True)

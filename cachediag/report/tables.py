@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -105,7 +105,8 @@ def misses_table(stream: StreamAnalysis) -> Table | None:
     return table
 
 
-def session_report(a: SessionAnalysis) -> RenderableType:
+def session_report(a: SessionAnalysis) -> list[RenderableType]:
+    """The renderables of one session, in order; lines of text are meant to soft-wrap."""
     log = a.log
     parts: list[RenderableType] = [
         Text(f"Session {log.session_id}", style="bold"),
@@ -124,11 +125,10 @@ def session_report(a: SessionAnalysis) -> RenderableType:
         notes.append(f"{len(log.issues)} line(s) skipped")
     if notes:
         parts.append(Text("  " + "; ".join(notes), style="dim"))
-    return Group(*parts)
+    return parts
 
 
-def print_sessions(console: Console, analyses: list[SessionAnalysis]) -> None:
-    for i, a in enumerate(analyses):
-        if i:
-            console.print()
-        console.print(session_report(a))
+def print_session(console: Console, a: SessionAnalysis) -> None:
+    for part in session_report(a):
+        # Summary lines are copied into issues and chats: let the terminal wrap them.
+        console.print(part, soft_wrap=isinstance(part, Text))
