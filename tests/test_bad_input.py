@@ -53,7 +53,7 @@ def _lines() -> list[bytes]:
 @pytest.mark.parametrize(
     ("mangle", "reason"),
     [
-        (lambda ls: [*ls[:-1], ls[-1][:len(ls[-1]) // 2]], "incomplete last line"),
+        (lambda ls: [*ls[:-1], ls[-1][: len(ls[-1]) // 2]], "incomplete last line"),
         (lambda ls: [*ls[:3], b'{"type": "assistant", "mess\n', *ls[3:]], "not valid JSON"),
         (lambda ls: [*ls[:3], b'{"type": "assistant", "x": "\xff\xfe"}\n', *ls[3:]], "UTF-8"),
     ],
