@@ -101,3 +101,15 @@ def test_good_and_bad_files_together_report_both(tmp_path: Path) -> None:
     assert code == 1
     assert json.loads(out)["prompt_cache"]["requests"] == 3
     assert "Error:" in err and "bad.jsonl" in err
+
+
+def test_stray_files_in_a_scanned_folder_are_skipped_with_a_note(tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "s1.jsonl").write_bytes(GOOD)
+    (project / "empty.jsonl").write_bytes(b"")
+    (project / "history.jsonl").write_text('{"display": "hi", "pastedContents": {}}\n')
+    code, out, err = run("analyze", "--json", "--now", "0", str(project))
+    assert code == 0
+    assert [json.loads(x)["session_id"] for x in out.splitlines()] == ["s1"]
+    assert "skipped 2 file(s)" in err and "empty.jsonl: empty" in err

@@ -85,7 +85,7 @@ def analyze(
             count += 1
         if count == 0 and not run.errors:
             click.echo("No sessions found.", err=True)
-    report_issues(issues)
+    report_issues(run.skipped + issues)
     if run.errors:
         for message in run.errors[:-1]:
             click.echo(f"Error: {message}", err=True)

@@ -40,9 +40,15 @@ def emit_json(objects: Iterable[Any], jq_filter: str | None) -> None:
 
 def report_issues(issues: list[LineIssue]) -> None:
     """Say on stderr how many lines were skipped and where (never what they held)."""
-    if not issues:
-        return
-    shown = "; ".join(f"{i.source}:{i.line}: {i.reason}" for i in issues[:MAX_LISTED_ISSUES])
-    extra = len(issues) - MAX_LISTED_ISSUES
-    more = f" (+{extra} more)" if extra > 0 else ""
-    click.echo(f"cachediag: skipped {len(issues)} line(s): {shown}{more}", err=True)
+    files = [i for i in issues if i.line == 0]
+    lines = [i for i in issues if i.line != 0]
+    for label, group in (("file(s)", files), ("line(s)", lines)):
+        if not group:
+            continue
+        shown = "; ".join(
+            f"{i.source}:{i.line}: {i.reason}" if i.line else f"{i.source}: {i.reason}"
+            for i in group[:MAX_LISTED_ISSUES]
+        )
+        extra = len(group) - MAX_LISTED_ISSUES
+        more = f" (+{extra} more)" if extra > 0 else ""
+        click.echo(f"cachediag: skipped {len(group)} {label}: {shown}{more}", err=True)
