@@ -72,13 +72,14 @@ class Builder:
         diagnostics: Any = "absent",
         msg: str | None = None,
         sidechain: bool = False,
+        request: str | None = None,
     ) -> str:
         """One API response, written as ``blocks`` lines whose output count grows."""
         self.user(t - 2)
         msg = msg or f"msg_{self.n:04d}"
         for b in range(blocks):
             line = self._envelope(t + b * 0.5, "assistant", sidechain)
-            line["requestId"] = f"req_{msg}"
+            line["requestId"] = request or f"req_{msg}"
             split = {
                 "ephemeral_5m_input_tokens": 0 if one_hour else create,
                 "ephemeral_1h_input_tokens": create if one_hour else 0,
@@ -239,7 +240,8 @@ def main() -> None:
     b.response(T0, 3, 10000, 20000)
     b.api_error(T0 + 5)
     b.response(T0 + 10, 1, 30000, 500, msg="msg_shared")
-    b.response(T0 + 11, 1, 30000, 500, msg="msg_shared", sidechain=True)
+    # The replay carries another request id: the message id alone identifies the response.
+    b.response(T0 + 11, 1, 30000, 500, msg="msg_shared", sidechain=True, request="req_replay")
     b.write("dedup_errors_replays")
 
 
