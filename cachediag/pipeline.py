@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -45,6 +45,8 @@ class Run:
     errors: list[str] = field(default_factory=list)
     skipped: list[LineIssue] = field(default_factory=list)
     """Notes of files that were passed over as not being sessions."""
+    on_progress: Callable[[int, int], None] | None = None
+    """Called with (sessions read, sessions found) after each session file."""
 
     def sessions(
         self, paths: list[Path], stdin: IO[bytes] | None, now: float
@@ -57,7 +59,9 @@ class Run:
         if stdin is not None and len(file_paths) != len(paths):
             yield from read_stdin(stdin)
         sources: list[SessionSource] = discover(file_paths) if file_paths else []
-        for src in sources:
+        for done, src in enumerate(sources, start=1):
+            if self.on_progress is not None:
+                self.on_progress(done, len(sources))
             try:
                 log = read_session(src)
             except CachediagError as exc:

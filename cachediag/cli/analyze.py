@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from cachediag.cli.common import CachediagError, emit_json, report_issues
+from cachediag.cli.common import CachediagError, emit_json, report_issues, stderr_progress
 from cachediag.model import LineIssue
 
 
@@ -58,6 +58,8 @@ def analyze(
     path_list = list(paths) if paths else ([Path("-")] if stdin is not None else default_paths())
     clock = time.time() if now is None else now
     run = Run()
+    progress = stderr_progress("reading sessions")
+    run.on_progress = progress.update if progress else None
     issues: list[LineIssue] = []
     analyses = run.sessions(path_list, stdin, clock)
 
@@ -85,6 +87,8 @@ def analyze(
             count += 1
         if count == 0 and not run.errors:
             click.echo("No sessions found.", err=True)
+    if progress:
+        progress.close()
     report_issues(run.skipped + issues)
     if run.errors:
         for message in run.errors[:-1]:
