@@ -128,7 +128,10 @@ class StreamLog:
 
 @dataclass(slots=True, frozen=True)
 class LineIssue:
-    """A line that was counted and skipped, with where and why (never its content)."""
+    """A line that was counted and skipped, with where and why (never its content).
+
+    ``line`` 0 means the whole file was passed over.
+    """
 
     source: str
     line: int
@@ -146,6 +149,8 @@ class SessionLog:
     issues: list[LineIssue] = field(default_factory=list)
     api_errors: int = 0
     project: str | None = None
+    main_unreadable: bool = False
+    """The main file was not a log at all (reported as an issue with line 0)."""
 
     def stream(self, stream_id: str, kind: StreamKind, source: str | None = None) -> StreamLog:
         found = self.streams.get(stream_id)

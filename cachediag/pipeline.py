@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -14,7 +14,7 @@ from cachediag.analysis.session import SessionAnalysis, analyze_session
 from cachediag.errors import CachediagError, InputError
 from cachediag.ingest.discover import SessionSource, claude_projects_dirs, discover
 from cachediag.ingest.reader import read_session, read_stdin
-from cachediag.model import SessionLog
+from cachediag.model import LineIssue, SessionLog
 
 
 def stdin_is_piped(stream: IO[bytes] | None = None) -> bool:
@@ -43,6 +43,10 @@ class Run:
     """What one run read: its sessions as they are analysed, and errors kept for the end."""
 
     errors: list[str] = field(default_factory=list)
+    skipped: list[LineIssue] = field(default_factory=list)
+    """Notes of files that were passed over as not being sessions."""
+    on_progress: Callable[[int, int], None] | None = None
+    """Called with (sessions read, sessions found) after each session file."""
 
     def sessions(
         self, paths: list[Path], stdin: IO[bytes] | None, now: float
@@ -55,8 +59,17 @@ class Run:
         if stdin is not None and len(file_paths) != len(paths):
             yield from read_stdin(stdin)
         sources: list[SessionSource] = discover(file_paths) if file_paths else []
-        for src in sources:
+        for done, src in enumerate(sources, start=1):
+            if self.on_progress is not None:
+                self.on_progress(done, len(sources))
             try:
-                yield read_session(src)
+                log = read_session(src)
             except CachediagError as exc:
                 self.errors.append(str(exc))
+                continue
+            if log.main_unreadable and not any(s.items for s in log.streams.values()):
+                # A stray JSONL file in a scanned folder (e.g. history.jsonl): not a
+                # session; its note still reaches stderr.
+                self.skipped.extend(log.issues)
+                continue
+            yield log

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from cachediag.cli.common import CachediagError, emit_json, report_issues
+from cachediag.cli.common import CachediagError, emit_json, report_issues, stderr_progress
 from cachediag.model import LineIssue
 
 
@@ -59,6 +59,8 @@ def analyze(
     path_list = list(paths) if paths else ([Path("-")] if stdin is not None else default_paths())
     clock = time.time() if now is None else now
     run = Run()
+    progress = stderr_progress("reading sessions")
+    run.on_progress = progress.update if progress else None
     issues: list[LineIssue] = []
     analyses = run.sessions(path_list, stdin, clock)
 
@@ -74,7 +76,7 @@ def analyze(
     else:
         from rich.console import Console
 
-        from cachediag.report.tables import session_report
+        from cachediag.report.tables import print_session
 
         console = Console()
         count = 0
@@ -82,11 +84,13 @@ def analyze(
             issues.extend(a.log.issues)
             if count:
                 console.print()
-            console.print(session_report(a))
+            print_session(console, a)
             count += 1
         if count == 0 and not run.errors:
             click.echo("No sessions found.", err=True)
-    report_issues(issues)
+    if progress:
+        progress.close()
+    report_issues(run.skipped + issues)
     if run.errors:
         for message in run.errors[:-1]:
             click.echo(f"Error: {message}", err=True)

@@ -40,9 +40,51 @@ def emit_json(objects: Iterable[Any], jq_filter: str | None) -> None:
 
 def report_issues(issues: list[LineIssue]) -> None:
     """Say on stderr how many lines were skipped and where (never what they held)."""
-    if not issues:
-        return
-    shown = "; ".join(f"{i.source}:{i.line}: {i.reason}" for i in issues[:MAX_LISTED_ISSUES])
-    extra = len(issues) - MAX_LISTED_ISSUES
-    more = f" (+{extra} more)" if extra > 0 else ""
-    click.echo(f"cachediag: skipped {len(issues)} line(s): {shown}{more}", err=True)
+    files = [i for i in issues if i.line == 0]
+    lines = [i for i in issues if i.line != 0]
+    for label, group in (("file(s)", files), ("line(s)", lines)):
+        if not group:
+            continue
+        shown = "; ".join(
+            f"{i.source}:{i.line}: {i.reason}" if i.line else f"{i.source}: {i.reason}"
+            for i in group[:MAX_LISTED_ISSUES]
+        )
+        extra = len(group) - MAX_LISTED_ISSUES
+        more = f" (+{extra} more)" if extra > 0 else ""
+        click.echo(f"cachediag: skipped {len(group)} {label}: {shown}{more}", err=True)
+
+
+class Progress:
+    """A transient progress bar on stderr; shown only for long runs at a terminal."""
+
+    MIN_ITEMS = 50
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self._bar: Any = None
+        self._task: Any = None
+
+    def update(self, done: int, total: int) -> None:
+        if total < self.MIN_ITEMS:
+            return
+        if self._bar is None:
+            from rich.console import Console
+            from rich.progress import Progress as RichProgress
+
+            self._bar = RichProgress(console=Console(stderr=True), transient=True)
+            self._bar.start()
+            self._task = self._bar.add_task(self.label, total=total)
+        self._bar.update(self._task, completed=done)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+
+def stderr_progress(label: str) -> Progress | None:
+    """A progress bar when stderr is a terminal and stdout is not (tables own the screen)."""
+    import sys
+
+    if sys.stderr.isatty() and not sys.stdout.isatty():
+        return Progress(label)
+    return None

@@ -28,7 +28,9 @@ def parse_line(raw: bytes) -> JsonObject:
     except UnicodeDecodeError as exc:
         raise BadLine("not valid UTF-8") from exc
     except _DecodeError as exc:
-        raise BadLine("not valid JSON") from exc
+        # orjson reports bad UTF-8 as a decode error; say which, it is the likelier fix.
+        reason = "not valid UTF-8" if "UTF-8" in str(exc) else "not valid JSON"
+        raise BadLine(reason) from exc
     except RecursionError as exc:
         raise BadLine("JSON nested too deeply") from exc
     if not isinstance(obj, dict):

@@ -25,7 +25,8 @@ def _peek(stream: IO[bytes]) -> tuple[list[bytes], Iterator[bytes]]:
     return head, itertools.chain(head, stream)
 
 
-def _feed_file(reader: TranscriptReader, path: Path, session: SessionLog, *, strict: bool) -> None:
+def _feed_file(reader: TranscriptReader, path: Path, session: SessionLog, *, strict: bool) -> bool:
+    """Feed one file to ``reader``; False when it is not a log (and ``strict`` is off)."""
     source = str(path)
     try:
         with path.open("rb") as fp:
@@ -36,7 +37,7 @@ def _feed_file(reader: TranscriptReader, path: Path, session: SessionLog, *, str
                 if strict:
                     raise
                 session.issues.append(LineIssue(source, 0, str(exc).removeprefix(f"{source}: ")))
-                return
+                return False
             want = wanted_line if reader.file_stream is not None else wanted_line_with_chains
             for number, obj in iter_objects(lines, source, session.issues, want):
                 try:
@@ -45,6 +46,7 @@ def _feed_file(reader: TranscriptReader, path: Path, session: SessionLog, *, str
                     session.issues.append(LineIssue(source, number, str(exc)))
     except OSError as exc:
         raise InputError(f"{source}: cannot read ({exc.strerror or exc})") from exc
+    return True
 
 
 def _read_request_log_file(src: SessionSource, path: Path) -> SessionLog | None:
@@ -80,7 +82,7 @@ def read_session(src: SessionSource) -> SessionLog:
         pinned = (MAIN_STREAM, StreamKind.MAIN) if src.pin_main else None
         reader = TranscriptReader(session, str(src.main), file_stream=pinned)
         session.stream(MAIN_STREAM, StreamKind.MAIN, source=str(src.main))
-        _feed_file(reader, src.main, session, strict=src.explicit)
+        session.main_unreadable = not _feed_file(reader, src.main, session, strict=src.explicit)
     else:
         session.stream(MAIN_STREAM, StreamKind.MAIN)
     for agent in src.agents:

@@ -125,7 +125,7 @@ class TranscriptReader:
     session: SessionLog
     source: str
     file_stream: tuple[str, StreamKind] | None = None
-    seen: dict[tuple[str | None, str | None], tuple[str, int]] = field(default_factory=dict)
+    seen: dict[tuple[str, str | None], tuple[str, int]] = field(default_factory=dict)
     sidechain_roots: dict[str, str] = field(default_factory=dict)
 
     def feed(self, obj: JsonObject, line: int) -> StreamItem | None:
@@ -158,7 +158,15 @@ class TranscriptReader:
             raise BadLine("assistant message without usage")
         message_id = message.get("id") if isinstance(message.get("id"), str) else None
         request_id = obj.get("requestId") if isinstance(obj.get("requestId"), str) else None
-        key = (message_id, request_id) if (message_id or request_id) else (obj.get("uuid"), None)
+        # The API message id is unique on its own; a sidechain replay of a parent
+        # message may carry another request id, so it must not be part of the key.
+        if message_id:
+            key: tuple[str, str | None] = ("message", message_id)
+        elif request_id:
+            key = ("request", request_id)
+        else:
+            uuid = obj.get("uuid")
+            key = ("line", uuid if isinstance(uuid, str) else str(line))
         at = parse_timestamp(obj.get("timestamp"))
         record = usage_record(
             usage,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -29,7 +29,7 @@ def format_duration(seconds: float | None) -> str:
 
 
 def format_time(at: float) -> str:
-    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    return datetime.fromtimestamp(at, UTC).strftime("%m-%d %H:%M:%S")
 
 
 def summary_line(label: str, pc: PromptCache) -> str:
@@ -54,7 +54,7 @@ def _evidence(entry: LedgerEntry) -> str:
     ev = entry.evidence
     if ev is None:
         return ""
-    text = f"read {format_tokens(ev.read_tokens)} of {format_tokens(ev.prev_cached_tokens)} cached"
+    text = f"{format_tokens(ev.read_tokens)} / {format_tokens(ev.prev_cached_tokens)}"
     if ev.model_before != ev.model_after:
         text += f"; model {ev.model_before} -> {ev.model_after}"
     if ev.server_reason:
@@ -79,7 +79,7 @@ def _causes(entry: LedgerEntry) -> Text:
         extras.append(f"system {d.system_char_delta:+d} chars")
     if extras:
         label += " (" + "; ".join(extras) + ")"
-    return Text(f"{label} [{d.source}]", style="red" if d.named else "yellow")
+    return Text(label, style="red" if d.named else "yellow")
 
 
 def misses_table(stream: StreamAnalysis) -> Table | None:
@@ -88,11 +88,12 @@ def misses_table(stream: StreamAnalysis) -> Table | None:
         return None
     table = Table(show_edge=False, pad_edge=False, expand=False)
     table.add_column("#", justify="right")
-    table.add_column("time (UTC)")
+    table.add_column("time (UTC)", no_wrap=True)
     table.add_column("gap", justify="right")
     table.add_column("re-processed", justify="right")
-    table.add_column("cause")
-    table.add_column("evidence")
+    table.add_column("cause", no_wrap=True)
+    table.add_column("by")
+    table.add_column("read / cached")
     for e in rows:
         table.add_row(
             str(e.index),
@@ -100,12 +101,14 @@ def misses_table(stream: StreamAnalysis) -> Table | None:
             format_duration(e.gap_s),
             format_tokens(e.reprocessed_tokens),
             _causes(e),
+            e.diagnosis.source if e.diagnosis else "",
             _evidence(e),
         )
     return table
 
 
-def session_report(a: SessionAnalysis) -> RenderableType:
+def session_report(a: SessionAnalysis) -> list[RenderableType]:
+    """The renderables of one session, in order; lines of text are meant to soft-wrap."""
     log = a.log
     parts: list[RenderableType] = [
         Text(f"Session {log.session_id}", style="bold"),
@@ -124,11 +127,10 @@ def session_report(a: SessionAnalysis) -> RenderableType:
         notes.append(f"{len(log.issues)} line(s) skipped")
     if notes:
         parts.append(Text("  " + "; ".join(notes), style="dim"))
-    return Group(*parts)
+    return parts
 
 
-def print_sessions(console: Console, analyses: list[SessionAnalysis]) -> None:
-    for i, a in enumerate(analyses):
-        if i:
-            console.print()
-        console.print(session_report(a))
+def print_session(console: Console, a: SessionAnalysis) -> None:
+    for part in session_report(a):
+        # Summary lines are copied into issues and chats: let the terminal wrap them.
+        console.print(part, soft_wrap=isinstance(part, Text))
