@@ -117,3 +117,30 @@ def test_another_agent_quoting_one_message_is_not_a_continuation() -> None:
     other["system"] = [{"type": "text", "text": "Summarise titles."}]
     other["tools"] = []
     assert continuation_score(before, fingerprint_request(other, ())) is None
+
+
+def test_openai_chat_capture_names_tool_changes(tmp_path: Path) -> None:
+    def tool(name: str) -> dict[str, Any]:
+        return {"type": "function", "function": {"name": name, "parameters": {}}}
+
+    rows = []
+    # prompts 5,000 / 6,000 / 7,000; the third drops "grep", adds "fetch", reads nothing:
+    # min(6,000, 7,000) - 0 = 6,000 re-processed.
+    for i, (tools, cached) in enumerate([(["bash", "grep"], 0), (["bash", "grep"], 4_992),
+                                         (["bash", "fetch"], 0)]):
+        body = {"model": "gpt-5", "tools": [tool(t) for t in tools],
+                "messages": [{"role": "user", "content": f"m{j}"} for j in range(2 * i + 1)]}
+        usage = {"prompt_tokens": 5_000 + 1_000 * i, "completion_tokens": 10,
+                 "prompt_tokens_details": {"cached_tokens": cached}}
+        rows.append({"request": {"url": "https://api.openai.com/v1/chat/completions",
+                                 "timestamp": 1764460800 + 10 * i, "body": body},
+                     "response": {"timestamp": 1764460801 + 10 * i,
+                                  "body": {"id": f"c{i}", "usage": usage}}})
+    path = tmp_path / "openai.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = CliRunner().invoke(main, ["analyze", "--json", "--requests", "--now", "0", str(path)])
+    assert result.exit_code == 0, result.output
+    last = json.loads(result.stdout)["requests"][2]
+    assert (last["outcome"], last["causes"]) == ("miss", ["tools_changed"])
+    assert (last["tools_added"], last["tools_removed"]) == (["fetch"], ["grep"])
+    assert last["reprocessed_tokens"] == 6_000

@@ -117,7 +117,7 @@ def test_bad_capture_records_are_counted_and_skipped(tmp_path: Path) -> None:
     assert obj["format"] == "api-capture"
     assert obj["prompt_cache"]["requests"] == 1
     assert obj["skipped_lines"] == 6
-    for reason in ("truncated", "no usage", "not a JSON object", "not a /v1/messages request",
+    for reason in ("truncated", "no usage", "not a JSON object", "not a model request",
                    "never got an answer", "(+1 more)"):
         assert reason in result.stderr
     assert "hunter2" not in result.stderr + result.stdout

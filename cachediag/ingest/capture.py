@@ -24,6 +24,7 @@ REQUEST_KEYS = ("request", "req", "request_body", "input")
 RESPONSE_KEYS = ("response", "res", "response_body", "output")
 _BODY_KEYS = ("body", "json", "data", "content")
 _RAW_KEYS = ("body_raw", "raw", "text", "sse")
+_MODEL_PATHS = ("/messages", "/chat/completions", "/responses")
 _TIME_KEYS = ("timestamp", "time", "at", "created_at", "ts")
 _SENT_KEYS = ("started_at", "start_time", "request_time", "sent_at", *_TIME_KEYS)
 _ANSWERED_KEYS = ("ended_at", "end_time", "response_time", "completed_at", "logged_at")
@@ -166,8 +167,8 @@ def _finished_sse(text: str) -> JsonObject:
 def _is_model_url(url: Any) -> bool:
     if not isinstance(url, str):
         return True
-    path = url.split("?", 1)[0]
-    return path.rstrip("/").endswith("/messages") and "count_tokens" not in path
+    path = url.split("?", 1)[0].rstrip("/")
+    return path.endswith(_MODEL_PATHS) and "count_tokens" not in path
 
 
 def _asked_1h(body: JsonObject) -> bool:
@@ -203,8 +204,11 @@ def read_call(obj: JsonObject, line: int) -> CapturedCall:
     req = _first(obj, REQUEST_KEYS)
     url = req.get("url") if isinstance(req, dict) else None
     if not _is_model_url(url if url is not None else obj.get("url")):
-        raise NotAModelCall("not a /v1/messages request")
+        raise NotAModelCall("not a model request (count_tokens, OAuth, telemetry...)")
     envelope, body, headers = _request_parts(obj)
+    if isinstance(body.get("input"), list) and "messages" not in body:
+        # OpenAI Responses: the conversation is ``input``; fingerprint it as messages.
+        body = {("messages" if k == "input" else k): v for k, v in body.items()}
     if not isinstance(body.get("messages"), list):
         raise NotAModelCall("request body has no messages list")
     message = _response_message(obj)
@@ -225,6 +229,19 @@ def read_call(obj: JsonObject, line: int) -> CapturedCall:
         started = answered = 0.0
     model = message.get("model") if isinstance(message.get("model"), str) else body.get("model")
     msg_id = message.get("id")
+    fingerprint = fingerprint_request(body, betas_from_headers(headers))
+    if "prompt_tokens" in usage or "input_tokens_details" in usage:
+        from cachediag.ingest.usage import openai_record  # usage imports this module
+
+        plain = openai_record(usage, answered, line, model if isinstance(model, str) else None)
+        return CapturedCall(
+            started,
+            dataclasses.replace(
+                plain,
+                message_id=msg_id if isinstance(msg_id, str) else None,
+                fingerprint=fingerprint,
+            ),
+        )
     record = usage_record(
         usage,
         answered,
@@ -233,7 +250,7 @@ def read_call(obj: JsonObject, line: int) -> CapturedCall:
         model=model if isinstance(model, str) else None,
         message_id=msg_id if isinstance(msg_id, str) else None,
         server_reason=_server_reason(message),
-        fingerprint=fingerprint_request(body, betas_from_headers(headers)),
+        fingerprint=fingerprint,
         applied_edits=_applied_edits(message),
     )
     if record.ttl != "1h" and _asked_1h(body):

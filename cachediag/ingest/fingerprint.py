@@ -103,6 +103,9 @@ def _tools(body: Mapping[str, Any]) -> tuple[tuple[tuple[str, str], ...], bool]:
             out.append((f"#{i}", content_hash(tool)))
             continue
         name = tool.get("name")
+        function = tool.get("function")
+        if name is None and isinstance(function, dict):
+            name = function.get("name")  # OpenAI's {"type": "function", "function": {...}}
         # Deferral is its own dimension (defer_loading_changed), not a new definition.
         definition = {k: v for k, v in tool.items() if k != "defer_loading"}
         out.append((name if isinstance(name, str) else f"#{i}", content_hash(definition)))
