@@ -30,8 +30,10 @@ from cachediag.model import (
 FORK_MIN_SHARED = 2
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Thread:
+    """One conversation being assembled; compared by identity, never by value."""
+
     first_seen: int
     last: Fingerprint
     items: list[StreamItem] = field(default_factory=list)
