@@ -19,15 +19,26 @@ TOOLS = [{"name": "Bash", "input_schema": {"type": "object"}}]
 
 
 def _body(n_messages: int, **extra: Any) -> dict[str, Any]:
-    msgs = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"}
-            for i in range(n_messages)]
-    return {"model": "claude-sonnet-4-5", "system": SYSTEM, "tools": TOOLS,
-            "messages": msgs, **extra}
+    msgs = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"}
+        for i in range(n_messages)
+    ]
+    return {
+        "model": "claude-sonnet-4-5",
+        "system": SYSTEM,
+        "tools": TOOLS,
+        "messages": msgs,
+        **extra,
+    }
 
 
 def _usage(read: int, creation: int) -> dict[str, int]:
-    return {"input_tokens": 2, "cache_read_input_tokens": read,
-            "cache_creation_input_tokens": creation, "output_tokens": 9}
+    return {
+        "input_tokens": 2,
+        "cache_read_input_tokens": read,
+        "cache_creation_input_tokens": creation,
+        "output_tokens": 9,
+    }
 
 
 # Three requests: cold 6,000; hit reading 6,000; then temperature changes and nothing is
@@ -42,15 +53,29 @@ def _pair_lines(style: str) -> str:
         response = {"id": f"msg_{i}", "type": "message", "usage": _usage(read, creation)}
         at = 1764460800 + 10 * i
         if style == "request_body":
-            rows.append({"request_body": body, "response_body": response, "timestamp": at,
-                         "request_headers": [["anthropic-beta", "a-1"]]})
+            rows.append(
+                {
+                    "request_body": body,
+                    "response_body": response,
+                    "timestamp": at,
+                    "request_headers": [["anthropic-beta", "a-1"]],
+                }
+            )
         elif style == "string_bodies":
-            rows.append({"request": {"url": "https://proxy.local/v1/messages",
-                                     "body": json.dumps(body), "timestamp": at},
-                         "response": {"body": json.dumps(response), "timestamp": at + 1}})
+            rows.append(
+                {
+                    "request": {
+                        "url": "https://proxy.local/v1/messages",
+                        "body": json.dumps(body),
+                        "timestamp": at,
+                    },
+                    "response": {"body": json.dumps(response), "timestamp": at + 1},
+                }
+            )
         else:
-            rows.append({"req": body, "res": response,
-                         "started_at": f"2025-11-30T00:00:{10 * i:02d}Z"})
+            rows.append(
+                {"req": body, "res": response, "started_at": f"2025-11-30T00:00:{10 * i:02d}Z"}
+            )
     return "".join(json.dumps(r) + "\n" for r in rows)
 
 
@@ -70,11 +95,15 @@ def test_pair_logs_under_other_key_names(style: str, tmp_path: Path) -> None:
 
 def test_sse_delta_overrides_and_carries_edits_and_diagnostics() -> None:
     start = {"type": "message_start", "message": {"id": "m", "usage": _usage(100, 5)}}
-    delta = {"type": "message_delta", "usage": {"output_tokens": 77, "cache_read_input_tokens": 90},
-             "context_management": {"applied_edits": [{"type": "clear_tool_uses"}]},
-             "diagnostics": {"cache_miss_reason": {"type": "messages_changed"}}}
-    text = "".join(f"event: x\ndata: {json.dumps(e)}\n\n"
-                   for e in (start, delta, {"type": "message_stop"}))
+    delta = {
+        "type": "message_delta",
+        "usage": {"output_tokens": 77, "cache_read_input_tokens": 90},
+        "context_management": {"applied_edits": [{"type": "clear_tool_uses"}]},
+        "diagnostics": {"cache_miss_reason": {"type": "messages_changed"}},
+    }
+    text = "".join(
+        f"event: x\ndata: {json.dumps(e)}\n\n" for e in (start, delta, {"type": "message_stop"})
+    )
     message, finished = parse_sse(text)
     assert finished
     assert message["usage"]["output_tokens"] == 77
@@ -87,8 +116,10 @@ def test_sse_delta_overrides_and_carries_edits_and_diagnostics() -> None:
 def test_fingerprint_ignores_markup_and_keeps_no_text() -> None:
     plain = _body(3)
     marked = _body(3)
-    marked["messages"][2] = {"role": "user", "content": [
-        {"type": "text", "text": "m2", "cache_control": {"type": "ephemeral"}}]}
+    marked["messages"][2] = {
+        "role": "user",
+        "content": [{"type": "text", "text": "m2", "cache_control": {"type": "ephemeral"}}],
+    }
     plain["messages"][2] = {"role": "user", "content": [{"type": "text", "text": "m2"}]}
     a, b = fingerprint_request(plain, ()), fingerprint_request(marked, ())
     assert a.message_hashes == b.message_hashes
@@ -126,16 +157,32 @@ def test_openai_chat_capture_names_tool_changes(tmp_path: Path) -> None:
     rows = []
     # prompts 5,000 / 6,000 / 7,000; the third drops "grep", adds "fetch", reads nothing:
     # min(6,000, 7,000) - 0 = 6,000 re-processed.
-    for i, (tools, cached) in enumerate([(["bash", "grep"], 0), (["bash", "grep"], 4_992),
-                                         (["bash", "fetch"], 0)]):
-        body = {"model": "gpt-5", "tools": [tool(t) for t in tools],
-                "messages": [{"role": "user", "content": f"m{j}"} for j in range(2 * i + 1)]}
-        usage = {"prompt_tokens": 5_000 + 1_000 * i, "completion_tokens": 10,
-                 "prompt_tokens_details": {"cached_tokens": cached}}
-        rows.append({"request": {"url": "https://api.openai.com/v1/chat/completions",
-                                 "timestamp": 1764460800 + 10 * i, "body": body},
-                     "response": {"timestamp": 1764460801 + 10 * i,
-                                  "body": {"id": f"c{i}", "usage": usage}}})
+    for i, (tools, cached) in enumerate(
+        [(["bash", "grep"], 0), (["bash", "grep"], 4_992), (["bash", "fetch"], 0)]
+    ):
+        body = {
+            "model": "gpt-5",
+            "tools": [tool(t) for t in tools],
+            "messages": [{"role": "user", "content": f"m{j}"} for j in range(2 * i + 1)],
+        }
+        usage = {
+            "prompt_tokens": 5_000 + 1_000 * i,
+            "completion_tokens": 10,
+            "prompt_tokens_details": {"cached_tokens": cached},
+        }
+        rows.append(
+            {
+                "request": {
+                    "url": "https://api.openai.com/v1/chat/completions",
+                    "timestamp": 1764460800 + 10 * i,
+                    "body": body,
+                },
+                "response": {
+                    "timestamp": 1764460801 + 10 * i,
+                    "body": {"id": f"c{i}", "usage": usage},
+                },
+            }
+        )
     path = tmp_path / "openai.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     result = CliRunner().invoke(main, ["analyze", "--json", "--requests", "--now", "0", str(path)])

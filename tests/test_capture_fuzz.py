@@ -11,15 +11,36 @@ from hypothesis import strategies as st
 from cachediag.ingest.capture import read_capture
 
 JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(-5, 10**6) | st.floats(allow_nan=False)
+    st.none()
+    | st.booleans()
+    | st.integers(-5, 10**6)
+    | st.floats(allow_nan=False)
     | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner,
-                                                                max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
     max_leaves=10,
 )
-KEYS = st.sampled_from(["model", "messages", "system", "tools", "thinking", "output_config",
-                        "usage", "body", "body_raw", "timestamp", "url", "headers", "id",
-                        "status_code", "diagnostics", "context_management"])
+KEYS = st.sampled_from(
+    [
+        "model",
+        "messages",
+        "system",
+        "tools",
+        "thinking",
+        "output_config",
+        "usage",
+        "body",
+        "body_raw",
+        "timestamp",
+        "url",
+        "headers",
+        "id",
+        "status_code",
+        "diagnostics",
+        "context_management",
+    ]
+)
 
 
 def _record(base: dict[str, Any], where: str, key: str, value: Any) -> dict[str, Any]:
@@ -30,8 +51,11 @@ def _record(base: dict[str, Any], where: str, key: str, value: Any) -> dict[str,
 
 
 BASE = {
-    "request": {"timestamp": 1.0, "url": "https://x/v1/messages",
-                "body": {"model": "m", "messages": [{"role": "user", "content": "hi"}]}},
+    "request": {
+        "timestamp": 1.0,
+        "url": "https://x/v1/messages",
+        "body": {"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+    },
     "response": {"timestamp": 2.0, "body": {"id": "a", "usage": {"input_tokens": 1}}},
 }
 

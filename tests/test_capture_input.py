@@ -83,29 +83,48 @@ def test_real_capture_streams() -> None:
 
 
 def _capture_line(request: dict[str, Any] | str, response: Any, url: str | None = None) -> str:
-    req: dict[str, Any] = {"timestamp": 1764460800.0, "method": "POST",
-                           "url": url or "https://api.anthropic.com/v1/messages",
-                           "headers": {"authorization": "Bearer sk-ant-oat01-FAKE-SECRET"},
-                           "body": request}
+    req: dict[str, Any] = {
+        "timestamp": 1764460800.0,
+        "method": "POST",
+        "url": url or "https://api.anthropic.com/v1/messages",
+        "headers": {"authorization": "Bearer sk-ant-oat01-FAKE-SECRET"},
+        "body": request,
+    }
     return json.dumps({"request": req, "response": response}) + "\n"
 
 
 GOOD_BODY = {"model": "claude-opus-4-5", "messages": [{"role": "user", "content": "hunter2"}]}
-GOOD_USAGE = {"input_tokens": 5, "cache_read_input_tokens": 0,
-              "cache_creation_input_tokens": 0, "output_tokens": 7}
+GOOD_USAGE = {
+    "input_tokens": 5,
+    "cache_read_input_tokens": 0,
+    "cache_creation_input_tokens": 0,
+    "output_tokens": 7,
+}
 
 
 def test_bad_capture_records_are_counted_and_skipped(tmp_path: Path) -> None:
-    truncated = ("event: message_start\ndata: " + json.dumps(
-        {"type": "message_start", "message": {"id": "m", "usage": GOOD_USAGE}}) + "\n\n")
+    truncated = (
+        "event: message_start\ndata: "
+        + json.dumps({"type": "message_start", "message": {"id": "m", "usage": GOOD_USAGE}})
+        + "\n\n"
+    )
     lines = [
-        _capture_line(GOOD_BODY, {"timestamp": 1764460801.0, "status_code": 200,
-                                  "body": {"id": "m1", "usage": GOOD_USAGE}}),
+        _capture_line(
+            GOOD_BODY,
+            {
+                "timestamp": 1764460801.0,
+                "status_code": 200,
+                "body": {"id": "m1", "usage": GOOD_USAGE},
+            },
+        ),
         _capture_line(GOOD_BODY, {"timestamp": 1764460802.0, "body_raw": truncated}),
         _capture_line(GOOD_BODY, {"timestamp": 1764460803.0, "body": {"id": "m2"}}),
         _capture_line("hunter2 is not JSON", {"timestamp": 1764460804.0, "body": {}}),
-        _capture_line(GOOD_BODY, {"timestamp": 1764460805.0, "body": {"input_tokens": 9}},
-                      url="https://api.anthropic.com/v1/messages/count_tokens"),
+        _capture_line(
+            GOOD_BODY,
+            {"timestamp": 1764460805.0, "body": {"input_tokens": 9}},
+            url="https://api.anthropic.com/v1/messages/count_tokens",
+        ),
         _capture_line(GOOD_BODY, None),
         '{"request": {"body": {"messages": [{"content": "hunter2"',
     ]
@@ -117,8 +136,14 @@ def test_bad_capture_records_are_counted_and_skipped(tmp_path: Path) -> None:
     assert obj["format"] == "api-capture"
     assert obj["prompt_cache"]["requests"] == 1
     assert obj["skipped_lines"] == 6
-    for reason in ("truncated", "no usage", "not a JSON object", "not a model request",
-                   "never got an answer", "(+1 more)"):
+    for reason in (
+        "truncated",
+        "no usage",
+        "not a JSON object",
+        "not a model request",
+        "never got an answer",
+        "(+1 more)",
+    ):
         assert reason in result.stderr
     assert "hunter2" not in result.stderr + result.stdout
     assert "FAKE-SECRET" not in result.stderr + result.stdout
@@ -126,8 +151,11 @@ def test_bad_capture_records_are_counted_and_skipped(tmp_path: Path) -> None:
 
 def test_error_responses_count_as_api_errors(tmp_path: Path) -> None:
     path = tmp_path / "err.jsonl"
-    path.write_text(_capture_line(GOOD_BODY, {"timestamp": 1764460801.0, "status_code": 529,
-                                              "body": {"type": "error"}}))
+    path.write_text(
+        _capture_line(
+            GOOD_BODY, {"timestamp": 1764460801.0, "status_code": 529, "body": {"type": "error"}}
+        )
+    )
     obj = json.loads(_run("analyze", "--json", "--now", "0", str(path)).stdout)
     assert obj["api_errors"] == 1
     assert obj["skipped_lines"] == 0

@@ -26,12 +26,17 @@ CAPTURES = FIXTURES / "captures"
 # fixture -> (misses, expected rebuilds, miss_causes, details expected on request 2)
 EXPECTED: dict[str, tuple[int, int, dict[str, int], dict[str, Any]]] = {
     "system_prompt_changed": (
-        1, 0, {"system_prompt_changed": 1},
+        1,
+        0,
+        {"system_prompt_changed": 1},
         # "Always answer in French. " is 25 characters, added to system block 1.
         {"system_char_delta": 25, "system_blocks_changed": [1]},
     ),
     "tools_changed": (
-        1, 0, {"tools_changed": 1}, {"tools_added": ["WebFetch"], "tools_removed": ["LS"]}
+        1,
+        0,
+        {"tools_changed": 1},
+        {"tools_added": ["WebFetch"], "tools_removed": ["LS"]},
     ),
     "model_changed": (1, 0, {"model_changed": 1}, {}),
     "fast_mode_changed": (1, 0, {"fast_mode_changed": 1}, {}),
@@ -43,11 +48,12 @@ EXPECTED: dict[str, tuple[int, int, dict[str, int], dict[str, Any]]] = {
     "extra_body_changed": (1, 0, {"extra_body_changed": 1}, {}),
     "defer_loading_changed": (1, 0, {"defer_loading_changed": 1}, {}),
     "messages_rewritten": (
-        1, 0, {"messages_rewritten": 1},
+        1,
+        0,
+        {"messages_rewritten": 1},
         # The first message (the user's context reminder) was rewritten; the 10,000
         # tokens of tools + system were still read: 13,000 - 10,000 = 3,000 re-processed.
-        {"first_rewritten_message": 0, "first_rewritten_role": "user",
-         "reprocessed_tokens": 3_000},
+        {"first_rewritten_message": 0, "first_rewritten_role": "user", "reprocessed_tokens": 3_000},
     ),
     # 400 s > 300 s of the 5m TTL; 4,000 s > 3,600 s of the 1h TTL.
     "ttl_expired_5m": (1, 0, {"ttl_expired_5m": 1}, {}),
@@ -55,7 +61,10 @@ EXPECTED: dict[str, tuple[int, int, dict[str, int], dict[str, Any]]] = {
     # 10 s idle, nothing changed, nothing read.
     "likely_server_side": (1, 0, {"likely_server_side": 1}, {}),
     "multi_model_and_system": (
-        1, 0, {"model_changed": 1, "system_prompt_changed": 1}, {"system_char_delta": 25}
+        1,
+        0,
+        {"model_changed": 1, "system_prompt_changed": 1},
+        {"system_char_delta": 25},
     ),
     # 1,200 s idle under a 1h TTL: the full prefix was read, a hit.
     "pause_under_1h_hit": (0, 0, {}, {"outcome": "hit"}),
@@ -63,10 +72,15 @@ EXPECTED: dict[str, tuple[int, int, dict[str, int], dict[str, Any]]] = {
     "pause_under_1h_miss": (1, 0, {"likely_server_side": 1}, {}),
     # applied_edits in the response: an announced rebuild, inside the TTL.
     "context_edit_rebuild": (
-        0, 1, {}, {"outcome": "expected", "announced": "context_edit", "reprocessed_tokens": 3_000}
+        0,
+        1,
+        {},
+        {"outcome": "expected", "announced": "context_edit", "reprocessed_tokens": 3_000},
     ),
     "server_reason": (
-        1, 0, {"tools_changed": 1},
+        1,
+        0,
+        {"tools_changed": 1},
         {"cause_source": "server", "server_causes": ["tools_changed"], "tools_added": ["WebFetch"]},
     ),
 }
@@ -121,8 +135,11 @@ def test_hit_ratio_and_totals_by_hand() -> None:
 
 def test_tools_counts_in_the_prompt_cache_object() -> None:
     pc = _analyze(CAPTURES / "tools_changed.jsonl")["prompt_cache"]
-    assert pc["last_miss_cause"] == {"causes": ["tools_changed"], "tools_added": 1,
-                                     "tools_removed": 1}
+    assert pc["last_miss_cause"] == {
+        "causes": ["tools_changed"],
+        "tools_added": 1,
+        "tools_removed": 1,
+    }
 
 
 def test_side_calls_are_their_own_streams() -> None:

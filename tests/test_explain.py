@@ -45,14 +45,21 @@ def test_costs_worked_by_hand() -> None:
     assert cost["actual_usd"] == pytest.approx(0.096746, abs=1e-6)
     assert cost["miss_usd"] == pytest.approx(0.07475, abs=1e-6)
     assert cost["if_hit_usd"] == pytest.approx(0.096746 - 0.07475, abs=2e-6)
-    assert obj["tokens"] == {"read": 0, "written": 14_997, "uncached_input": 3,
-                             "reprocessed": 13_000, "previous_prompt": 13_000}
+    assert obj["tokens"] == {
+        "read": 0,
+        "written": 14_997,
+        "uncached_input": 3,
+        "reprocessed": 13_000,
+        "previous_prompt": 13_000,
+    }
 
 
 def test_multi_cause_settings_before_and_after() -> None:
     obj = _json(str(CAPTURES / "multi_model_and_system.jsonl"))
-    assert obj["changes"]["model"] == {"before": "claude-opus-4-5-20251101",
-                                       "after": "claude-sonnet-4-5-20250929"}
+    assert obj["changes"]["model"] == {
+        "before": "claude-opus-4-5-20251101",
+        "after": "claude-sonnet-4-5-20250929",
+    }
     assert obj["changes"]["system_blocks_changed"] == [1]
     assert obj["changes"]["system_char_delta"] == 25
 

@@ -93,8 +93,10 @@ def test_schema_validates_the_records_fixture() -> None:
     for line in (USAGE / "records.jsonl").read_text().splitlines():
         jsonschema.validate(json.loads(line), schema)
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate({"at": 1, "input_tokens": -1, "cache_read_tokens": 0,
-                             "cache_creation_tokens": 0}, schema)
+        jsonschema.validate(
+            {"at": 1, "input_tokens": -1, "cache_read_tokens": 0, "cache_creation_tokens": 0},
+            schema,
+        )
 
 
 def test_invalid_record_is_skipped_without_quoting_it(tmp_path: Path) -> None:
@@ -114,8 +116,10 @@ def test_invalid_record_is_skipped_without_quoting_it(tmp_path: Path) -> None:
 def test_gemini_and_bedrock() -> None:
     obj = _analyze(USAGE / "gemini_bedrock.jsonl")
     # Bedrock: inputTokens are the uncached part, reads and writes apart.
-    assert [(r["input_tokens"], r["cache_read_tokens"], r["cache_creation_tokens"])
-            for r in obj["requests"]] == [(12, 0, 7_000), (15, 7_000, 400)]
+    assert [
+        (r["input_tokens"], r["cache_read_tokens"], r["cache_creation_tokens"])
+        for r in obj["requests"]
+    ] == [(12, 0, 7_000), (15, 7_000, 400)]
     # Gemini: promptTokenCount 9,000 includes 8,192 cached -> 808 uncached; grouped by
     # model, so it is a stream of its own beside the Bedrock conversation.
     (gemini,) = obj["streams"]

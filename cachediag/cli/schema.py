@@ -1,4 +1,4 @@
-"""``cachediag schema``: the JSON Schema of cachediag's normalised request record."""
+"""``cachediag schema``: JSON Schemas of what cachediag reads and writes."""
 
 from __future__ import annotations
 
@@ -8,11 +8,23 @@ import click
 
 
 @click.command()
-def schema() -> None:
+@click.option(
+    "--output",
+    "which",
+    flag_value="analyze",
+    help="The schema of 'cachediag analyze --json' output instead.",
+)
+def schema(which: str | None) -> None:
     """Print the JSON Schema of the normalised request log (one object per line).
 
-    Convert any log to these records and every cachediag command reads it.
+    Convert any log to these records and every cachediag command reads it. With
+    --output, print the schema of one line of 'cachediag analyze --json' instead.
     """
+    if which == "analyze":
+        from cachediag.report.contract import analyze_schema
+
+        click.echo(json.dumps(analyze_schema(), indent=2))
+        return
     from cachediag.ingest.records import json_schema
 
     click.echo(json.dumps(json_schema(), indent=2))

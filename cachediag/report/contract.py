@@ -1,0 +1,142 @@
+"""The public JSON contract of ``cachediag analyze --json``, as pydantic models.
+
+``report.serialize`` builds these shapes as plain dicts (the status line cannot afford
+pydantic); these models document them, give them a JSON Schema (``cachediag schema
+--output analyze``) and a test validates real output against them with ``extra="forbid"``,
+so the two cannot drift apart. Field names of ``PromptCache`` are Claude Code's.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+Strict = ConfigDict(extra="forbid")
+
+
+class LastMissCause(BaseModel):
+    model_config = Strict
+
+    causes: list[str]
+    """Causes of the last miss, from the closed set (unknown strings from other producers
+    are accepted when read back)."""
+    tools_added: int | None = None
+    tools_removed: int | None = None
+    system_char_delta: int | None = None
+
+
+class PromptCache(BaseModel):
+    """Claude Code's ``prompt_cache`` object (v2.1.251+), plus ``hits`` and ``cold_starts``."""
+
+    model_config = Strict
+
+    warm: bool
+    caching_observed: bool
+    ttl: Literal["5m", "1h"]
+    expires_at: float | None
+    """Unix seconds."""
+    requests: int
+    misses: int
+    expected_rebuilds: int
+    hit_ratio: float | None
+    cache_write_tokens: int
+    miss_recache_tokens: int
+    last_miss_at: float | None
+    last_miss_cause: LastMissCause | None
+    miss_causes: dict[str, int]
+    recache_tokens_if_cold: int | None
+    hits: int
+    cold_starts: int
+
+
+class Evidence(BaseModel):
+    model_config = Strict
+
+    idle_s: float
+    ttl_in_force: Literal["5m", "1h"]
+    prev_cached_tokens: int
+    read_tokens: int
+    fell_back_to: Literal["nothing", "earlier_prefix"]
+    model_before: str | None
+    model_after: str | None
+    server_reason: str | None
+
+
+class Request(BaseModel):
+    """One API request of a stream, with its outcome."""
+
+    model_config = Strict
+
+    index: int
+    at: float
+    message_id: str | None
+    request_id: str | None
+    model: str | None
+    input_tokens: int
+    cache_read_tokens: int
+    cache_creation_tokens: int
+    cache_creation_1h_tokens: int | None
+    output_tokens: int
+    ttl: Literal["5m", "1h"]
+    gap_s: float | None
+    outcome: Literal["cold", "uncached", "hit", "miss", "expected"]
+    causes: list[str]
+    cause_source: Literal["inferred", "server"] | None
+    reprocessed_tokens: int
+    announced: Literal["compaction", "microcompaction", "context_edit"] | None
+    line: int | None
+    tools_added: list[str] | None = None
+    tools_removed: list[str] | None = None
+    tools_changed: list[str] | None = None
+    system_char_delta: int | None = None
+    system_blocks_changed: list[int] | None = None
+    first_rewritten_message: int | None = None
+    first_rewritten_role: str | None = None
+    server_causes: list[str] | None = None
+    inferred_causes: list[str] | None = None
+    evidence: Evidence | None = None
+
+
+class Stream(BaseModel):
+    model_config = Strict
+
+    id: str
+    kind: Literal["main", "subagent", "compaction", "sidechain", "side_call"]
+    source: str | None
+    prompt_cache: PromptCache
+    requests: list[Request] | None = None
+
+
+class Totals(BaseModel):
+    model_config = Strict
+
+    requests: int
+    input_tokens: int
+    cache_read_tokens: int
+    cache_creation_tokens: int
+    output_tokens: int
+
+
+class Session(BaseModel):
+    """One line of ``cachediag analyze --json``."""
+
+    model_config = Strict
+
+    schema_version: Literal[1]
+    session_id: str
+    source: str
+    format: str
+    project: str | None
+    prompt_cache: PromptCache
+    """The main conversation."""
+    streams: list[Stream]
+    """Subagents, compaction agents, inline sidechains, side calls."""
+    totals: Totals
+    api_errors: int
+    skipped_lines: int
+    requests: list[Request] | None = None
+
+
+def analyze_schema() -> dict[str, Any]:
+    return Session.model_json_schema()
