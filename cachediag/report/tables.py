@@ -8,6 +8,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from cachediag.analysis.costs import PriceFn, entry_cost, total_costs
 from cachediag.analysis.ledger import LedgerEntry, Outcome
 from cachediag.analysis.session import SessionAnalysis, StreamAnalysis
 from cachediag.analysis.summary import PromptCache
@@ -82,7 +83,11 @@ def _causes(entry: LedgerEntry) -> Text:
     return Text(f"{label} [{d.source}]", style="red" if d.named else "yellow")
 
 
-def misses_table(stream: StreamAnalysis) -> Table | None:
+def format_usd(value: float | None) -> str:
+    return "unpriced" if value is None else f"${value:,.2f}"
+
+
+def misses_table(stream: StreamAnalysis, price_of: PriceFn | None = None) -> Table | None:
     rows = [e for e in stream.entries if e.outcome in (Outcome.MISS, Outcome.EXPECTED)]
     if not rows:
         return None
@@ -91,28 +96,43 @@ def misses_table(stream: StreamAnalysis) -> Table | None:
     table.add_column("time (UTC)")
     table.add_column("gap", justify="right")
     table.add_column("re-processed", justify="right")
+    if price_of is not None:
+        table.add_column("cost", justify="right")
     table.add_column("cause")
     table.add_column("evidence")
     for e in rows:
-        table.add_row(
+        cells: list[RenderableType] = [
             str(e.index),
             format_time(e.record.at),
             format_duration(e.gap_s),
             format_tokens(e.reprocessed_tokens),
-            _causes(e),
-            _evidence(e),
-        )
+        ]
+        if price_of is not None:
+            cells.append(format_usd(entry_cost(e, price_of).miss_cost_usd))
+        table.add_row(*cells, _causes(e), _evidence(e))
     return table
 
 
-def session_report(a: SessionAnalysis) -> RenderableType:
+def cost_line(a: SessionAnalysis, price_of: PriceFn, pricing_source: str | None) -> str:
+    c = total_costs((e for s in a.streams for e in s.entries), price_of)
+    text = f"Cost: {format_usd(c.cost_usd)} · misses and rebuilds {format_usd(c.miss_cost_usd)}"
+    if c.unpriced_requests:
+        text += f" · {c.unpriced_requests} request(s) unpriced, not counted"
+    return text + (f" · prices: {pricing_source}" if pricing_source else "")
+
+
+def session_report(
+    a: SessionAnalysis, price_of: PriceFn | None = None, pricing_source: str | None = None
+) -> RenderableType:
     log = a.log
     parts: list[RenderableType] = [
         Text(f"Session {log.session_id}", style="bold"),
         Text(f"  {log.source}", style="dim"),
         Text(summary_line("main", a.main.prompt_cache)),
     ]
-    table = misses_table(a.main)
+    if price_of is not None:
+        parts.append(Text(cost_line(a, price_of, pricing_source)))
+    table = misses_table(a.main, price_of)
     if table is not None:
         parts.append(table)
     for s in a.others:
