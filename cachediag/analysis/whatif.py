@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from cachediag.analysis.causes import Cause
-from cachediag.analysis.costs import ModelPrices, PriceFn, request_cost_usd
+from cachediag.analysis.costs import PER_TOKEN, ModelPrices, PriceFn, request_cost_usd
 from cachediag.analysis.ledger import LedgerEntry, Outcome
 from cachediag.model import TTL_SECONDS, RequestRecord
 
@@ -100,7 +100,7 @@ class WhatIf:
         if best is Policy.AS_HAPPENED:
             return "what happened was within 1% of the cheapest policy: keep what you have"
         saved = actual - self.results[best].cost_usd
-        return f"{ADVICE[best]}: it would have saved ${saved:.2f} ({saved / actual:.0%})"
+        return f"{ADVICE[best]}: it would have saved ${saved:.2f} ({saved / actual:.1%})"
 
 
 def _is_ttl_miss(entry: LedgerEntry) -> bool:
@@ -124,12 +124,15 @@ def keep_alive_pings(idle_s: float) -> int:
 
 
 def _priced(record: RequestRecord, write_ttl: str, prices: ModelPrices) -> float:
-    creation = record.cache_creation_tokens
-    split = (0, creation) if write_ttl == "1h" else (creation, 0)
-    as_written = replace(
-        record, cache_creation_5m_tokens=split[0], cache_creation_1h_tokens=split[1]
+    """``request_cost_usd`` with every write at ``write_ttl`` (no record copy: hot path)."""
+    p = prices.tier_for(record.total_tokens)
+    write = p.cache_write_1h_mtok if write_ttl == "1h" else p.cache_write_5m_mtok
+    return PER_TOKEN * (
+        record.input_tokens * p.input_mtok
+        + record.cache_creation_tokens * write
+        + record.cache_read_tokens * p.cache_read_mtok
+        + record.output_tokens * p.output_mtok
     )
-    return request_cost_usd(as_written, prices)
 
 
 def _replay_as_happened(entries: list[LedgerEntry], price_of: PriceFn) -> PolicyResult:

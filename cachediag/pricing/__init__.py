@@ -11,7 +11,6 @@ loaded only on the first lookup, and lookups are memoised per (model, day, file)
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 
 from cachediag.analysis.costs import ModelPrices, PriceFn
@@ -19,13 +18,14 @@ from cachediag.model import RequestRecord
 
 __all__ = ["ModelPrices", "lookup_prices", "price_function", "pricing_source"]
 
-_MEMO: dict[tuple[str, str, str | None], ModelPrices | None] = {}
+_MEMO: dict[tuple[str, int, str | None], ModelPrices | None] = {}
+_DAY_S = 86400
 
 
-def _day(at: float) -> str:
+def _day(at: float) -> int:
     # Price histories change on UTC dates (genai-prices' StartDateConstraint), so a
-    # lookup per day is exact for them and cheap for a month of requests.
-    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d")
+    # lookup per UTC day (days since the epoch) is exact for them and cheap.
+    return int(at // _DAY_S)
 
 
 def lookup_prices(model: str, at: float, pricing_file: Path | None = None) -> ModelPrices | None:

@@ -216,7 +216,7 @@ def _time(at: float | None) -> str:
 def _groups_table(report: AuditReport) -> Table:
     table = Table(title=f"By {report.by}", show_edge=False, pad_edge=False)
     table.add_column(report.by, overflow="fold")
-    for name in ("requests", "misses", "cost", "miss cost", "re-caching"):
+    for name in ("requests", "misses", "cost", "re-caching", "share"):
         table.add_column(name, justify="right")
     for row in [*report.groups, report.totals]:
         style = "bold" if row is report.totals else None
@@ -225,7 +225,7 @@ def _groups_table(report: AuditReport) -> Table:
             f"{row.requests:,}",
             f"{row.misses:,}",
             _usd(row.cost_usd) + ("*" if row.unpriced_requests else ""),
-            _usd(row.miss_cost_usd),
+            _usd(row.miss_cost_usd + row.rebuild_cost_usd),
             _share(row.recache_share),
             style=style,
         )
@@ -288,8 +288,8 @@ def audit_tables(report: AuditReport) -> RenderableType:
         ),
         Text(
             f"{t.requests:,} requests · {_usd(t.cost_usd)} · {t.misses:,} misses cost "
-            f"{_usd(t.miss_cost_usd)}, rebuilds {_usd(t.rebuild_cost_usd)} · re-caching "
-            f"{_share(t.recache_share)} of spend"
+            f"{_usd(t.miss_cost_usd)} beyond hits, {t.expected_rebuilds:,} expected rebuilds "
+            f"{_usd(t.rebuild_cost_usd)} · re-caching {_share(t.recache_share)} of spend"
         ),
         _groups_table(report),
     ]
