@@ -210,6 +210,8 @@ def main() -> None:
             m = min((measure(cmd, env) for _ in range(args.repeat)), key=lambda r: r["seconds"])
             print(
                 f"{label}: {m['seconds']:.1f} s, {size / 1e6 / m['seconds']:.1f} MB/s, "
+                f"CPU {m['cpu_seconds']:.1f} s ({size / 1e6 / m['cpu_seconds']:.0f} MB per "
+                "CPU-second), "
                 f"peak RSS {m['tree_peak_rss_mb']:.0f} MB (process tree), "
                 f"largest process {m['largest_process_rss_mb']:.0f} MB, "
                 f"{m['tokens']:,.0f} tokens counted"

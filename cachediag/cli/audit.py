@@ -146,7 +146,9 @@ def audit(
     if as_json:
         click.echo(report.model_dump_json())
     elif as_csv:
-        click.echo(report_csv_text(report), nl=False)
+        from cachediag.report.audit import report_csv
+
+        click.echo(report_csv(report), nl=False)
     else:
         from rich.console import Console
 
@@ -162,8 +164,3 @@ def audit(
             click.echo(f"Error: {message}", err=True)
         raise CachediagError(run.errors[-1])
 
-
-def report_csv_text(report: Any) -> str:
-    from cachediag.report.audit import report_csv
-
-    return report_csv(report)
