@@ -244,3 +244,17 @@ def test_analyze_gains_cost_fields() -> None:
     assert all("cost" in s for s in obj["streams"])
     table = CliRunner().invoke(main, ["analyze", "--now", "0", str(SPOTTER_SESSION)])
     assert "Cost: $" in table.stdout and "prices: genai-prices" in table.stdout
+
+
+def test_bad_inputs_are_clear_errors(tmp_path: Path) -> None:
+    runner = CliRunner()
+    missing = runner.invoke(main, ["audit", str(tmp_path / "nope.jsonl")])
+    assert missing.exit_code == 1 and missing.stderr.startswith("Error: ")
+    not_a_log = tmp_path / "notes.jsonl"
+    not_a_log.write_text('{"hello": "world"}\n')
+    result = runner.invoke(main, ["audit", "--json", str(not_a_log)])
+    assert result.exit_code == 1
+    assert "Error: " in result.stderr and "not a log" in result.stderr
+    assert "Traceback" not in result.output
+    both = runner.invoke(main, ["audit", "--json", "--csv", str(not_a_log)])
+    assert both.exit_code == 2
