@@ -134,7 +134,14 @@ def test_csv_has_a_header_and_one_row_per_group() -> None:
     result = CliRunner().invoke(main, ["audit", "--csv", "--by", "model", *map(str, FIXTURE_TREES)])
     assert result.exit_code == 0, result.output
     rows = list(csv.DictReader(io.StringIO(result.stdout)))
-    assert rows and rows[0].keys() >= {"model", "requests", "cost_usd", "recache_share"}
+    assert rows and rows[0].keys() >= {
+        "model",
+        "requests",
+        "cost_usd",
+        "recache_share",
+        "pricing_source",
+    }
+    assert all(r["pricing_source"].startswith("genai-prices ") for r in rows)
     models = {r["model"] for r in rows}
     assert {"claude-opus-4-6", "claude-sonnet-4-20250514"} <= models
     assert len(models) == len(rows)

@@ -191,13 +191,15 @@ CSV_FIELDS = [f for f in GroupRow.model_fields if f != "key"]
 
 
 def report_csv(report: AuditReport) -> str:
-    """One header row, then one row per group; the first column is named after ``--by``."""
+    """One header row, then one row per group; the first column is named after ``--by``,
+    the last names the price source (every report says what priced it)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow([report.by, *CSV_FIELDS])
+    writer.writerow([report.by, *CSV_FIELDS, "pricing_source"])
     for row in report.groups:
         data = row.model_dump()
-        writer.writerow([row.key, *("" if data[f] is None else data[f] for f in CSV_FIELDS)])
+        cells = ("" if data[f] is None else data[f] for f in CSV_FIELDS)
+        writer.writerow([row.key, *cells, report.pricing_source])
     return out.getvalue()
 
 
