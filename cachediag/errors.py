@@ -11,3 +11,7 @@ class InputError(CachediagError):
 
 class NotALogError(InputError):
     """A file that is readable but is not a log cachediag understands."""
+
+
+class PricingError(CachediagError):
+    """A price file that cannot be read or is not in a format cachediag knows."""

@@ -191,7 +191,9 @@ def main() -> None:
         3,
         0,
         30500,
-        diagnostics={"cache_miss_reason": {"type": "tools_changed", "cache_missed_input_tokens": 30000}},
+        diagnostics={
+            "cache_miss_reason": {"type": "tools_changed", "cache_missed_input_tokens": 30000}
+        },
     )
     b.write("tools_changed")
 

@@ -6,6 +6,7 @@ data, so the status line can price from prices it saved earlier.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from cachediag.analysis.ledger import LedgerEntry, Outcome
@@ -32,7 +33,7 @@ class ModelPrices:
     def tier_for(self, prompt_tokens: int) -> ModelPrices:
         threshold = self.long_context_threshold_tokens
         if self.long_context is not None and threshold is not None and prompt_tokens > threshold:
-            return self.long_context
+            return self.long_context.tier_for(prompt_tokens)
         return self
 
 
@@ -78,3 +79,41 @@ def miss_cost_usd(entry: LedgerEntry, prices: ModelPrices) -> float:
     return PER_TOKEN * (
         as_write * (write_price - p.cache_read_mtok) + as_input * (p.input_mtok - p.cache_read_mtok)
     )
+
+
+PriceFn = Callable[[RequestRecord], "ModelPrices | None"]
+"""Prices for one request (its model at its date); ``None`` when unknown."""
+
+
+@dataclass(slots=True, frozen=True)
+class EntryCost:
+    cost_usd: float | None
+    """``None``: the request's model has no price (never counted as $0)."""
+    miss_cost_usd: float | None
+
+
+@dataclass(slots=True)
+class CostTotals:
+    cost_usd: float = 0.0
+    miss_cost_usd: float = 0.0
+    """What misses and announced rebuilds paid beyond hits."""
+    unpriced_requests: int = 0
+
+
+def entry_cost(entry: LedgerEntry, price_of: PriceFn) -> EntryCost:
+    prices = price_of(entry.record)
+    if prices is None:
+        return EntryCost(None, None)
+    return EntryCost(request_cost_usd(entry.record, prices), miss_cost_usd(entry, prices))
+
+
+def total_costs(entries: Iterable[LedgerEntry], price_of: PriceFn) -> CostTotals:
+    totals = CostTotals()
+    for entry in entries:
+        c = entry_cost(entry, price_of)
+        if c.cost_usd is None:
+            totals.unpriced_requests += 1
+        else:
+            totals.cost_usd += c.cost_usd
+            totals.miss_cost_usd += c.miss_cost_usd or 0.0
+    return totals

@@ -36,10 +36,12 @@ def main() -> None:
 
 def _register() -> None:
     from cachediag.cli.analyze import analyze
+    from cachediag.cli.audit import audit
     from cachediag.cli.explain import explain
     from cachediag.cli.schema import schema
 
     main.add_command(analyze)
+    main.add_command(audit)
     main.add_command(explain)
     main.add_command(schema)
 

@@ -27,6 +27,12 @@ from cachediag.model import LineIssue
     help="Pin the clock (Unix seconds) for 'warm' and 'expires_at'; default: now.",
 )
 @click.option(
+    "--pricing",
+    "pricing_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Price file: LiteLLM's JSON or cachediag's own (docs/audit.md).",
+)
+@click.option(
     "--jq",
     "jq_filter",
     metavar="FILTER",
@@ -38,6 +44,7 @@ def analyze(
     requests: bool,
     now: float | None,
     jq_filter: str | None,
+    pricing_file: Path | None = None,
 ) -> None:
     """Analyse Claude Code transcripts and API request logs: hits, misses and their causes.
 
@@ -54,6 +61,7 @@ def analyze(
       cachediag analyze --requests --jq '.requests[] | select(.outcome=="miss")' s.jsonl
     """
     from cachediag.pipeline import Run, default_paths, stdin_is_piped
+    from cachediag.pricing import price_function, pricing_source
 
     stdin = sys.stdin.buffer if (not paths and stdin_is_piped()) or "-" in map(str, paths) else None
     path_list = list(paths) if paths else ([Path("-")] if stdin is not None else default_paths())
@@ -63,6 +71,8 @@ def analyze(
     run.on_progress = progress.update if progress else None
     issues: list[LineIssue] = []
     analyses = run.sessions(path_list, stdin, clock)
+    price_of = price_function(pricing_file)
+    source = pricing_source(pricing_file)
 
     if as_json or jq_filter is not None or requests:
         from cachediag.report.serialize import session_dict
@@ -70,7 +80,7 @@ def analyze(
         def objects() -> Iterable[dict[str, Any]]:
             for a in analyses:
                 issues.extend(a.log.issues)
-                yield session_dict(a, requests=requests)
+                yield session_dict(a, requests=requests, price_of=price_of, pricing_source=source)
 
         emit_json(objects(), jq_filter)
     else:
@@ -84,7 +94,7 @@ def analyze(
             issues.extend(a.log.issues)
             if count:
                 console.print()
-            print_session(console, a)
+            print_session(console, a, price_of, source)
             count += 1
         if count == 0 and not run.errors:
             click.echo("No sessions found.", err=True)

@@ -63,6 +63,27 @@ class Evidence(BaseModel):
     server_reason: str | None
 
 
+class Cost(BaseModel):
+    """USD, from the prices named in the session's ``cost.pricing_source``."""
+
+    model_config = Strict
+
+    cost_usd: float
+    """What the priced requests cost."""
+    miss_cost_usd: float
+    """What misses and rebuilds paid beyond a hit: re-processed tokens not at read price."""
+    unpriced_requests: int
+    """Requests of a model without a known price: not counted, never priced at $0."""
+
+
+class SessionCost(Cost):
+    model_config = Strict
+
+    main: Cost
+    """The main conversation alone; the outer numbers cover every stream."""
+    pricing_source: str | None
+
+
 class Request(BaseModel):
     """One API request of a stream, with its outcome."""
 
@@ -96,6 +117,9 @@ class Request(BaseModel):
     server_causes: list[str] | None = None
     inferred_causes: list[str] | None = None
     evidence: Evidence | None = None
+    cost_usd: float | None = None
+    """Null when the model has no known price."""
+    miss_cost_usd: float | None = None
 
 
 class Stream(BaseModel):
@@ -105,6 +129,7 @@ class Stream(BaseModel):
     kind: Literal["main", "subagent", "compaction", "sidechain", "side_call"]
     source: str | None
     prompt_cache: PromptCache
+    cost: Cost | None = None
     requests: list[Request] | None = None
 
 
@@ -135,6 +160,7 @@ class Session(BaseModel):
     totals: Totals
     api_errors: int
     skipped_lines: int
+    cost: SessionCost | None = None
     requests: list[Request] | None = None
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cachediag.analysis.costs import PriceFn, entry_cost, total_costs
 from cachediag.analysis.ledger import LedgerEntry, Outcome
 from cachediag.analysis.session import SessionAnalysis, StreamAnalysis
 from cachediag.analysis.summary import PromptCache
@@ -79,7 +80,7 @@ def _details(entry: LedgerEntry) -> dict[str, Any]:
     return out
 
 
-def request_dict(entry: LedgerEntry) -> dict[str, Any]:
+def request_dict(entry: LedgerEntry, price_of: PriceFn | None = None) -> dict[str, Any]:
     r = entry.record
     d = entry.diagnosis
     out: dict[str, Any] = {
@@ -102,24 +103,48 @@ def request_dict(entry: LedgerEntry) -> dict[str, Any]:
         "announced": None if entry.announced is None else entry.announced.value,
         "line": r.line,
     }
+    if price_of is not None:
+        cost = entry_cost(entry, price_of)
+        out["cost_usd"] = cost.cost_usd
+        out["miss_cost_usd"] = cost.miss_cost_usd
     if entry.outcome in (Outcome.MISS, Outcome.EXPECTED):
         out.update(_details(entry))
     return out
 
 
-def _stream_dict(s: StreamAnalysis, requests: bool) -> dict[str, Any]:
+def cost_dict(entries: list[LedgerEntry], price_of: PriceFn) -> dict[str, Any]:
+    """Costs of a stream (or several): unpriced requests are counted, never priced at $0."""
+    c = total_costs(entries, price_of)
+    return {
+        "cost_usd": round(c.cost_usd, 6),
+        "miss_cost_usd": round(c.miss_cost_usd, 6),
+        "unpriced_requests": c.unpriced_requests,
+    }
+
+
+def _stream_dict(
+    s: StreamAnalysis, requests: bool, price_of: PriceFn | None = None
+) -> dict[str, Any]:
     out: dict[str, Any] = {
         "id": s.log.id,
         "kind": s.log.kind.value,
         "source": s.log.source,
         "prompt_cache": prompt_cache_dict(s.prompt_cache),
     }
+    if price_of is not None:
+        out["cost"] = cost_dict(s.entries, price_of)
     if requests:
-        out["requests"] = [request_dict(e) for e in s.entries]
+        out["requests"] = [request_dict(e, price_of) for e in s.entries]
     return out
 
 
-def session_dict(a: SessionAnalysis, *, requests: bool = False) -> dict[str, Any]:
+def session_dict(
+    a: SessionAnalysis,
+    *,
+    requests: bool = False,
+    price_of: PriceFn | None = None,
+    pricing_source: str | None = None,
+) -> dict[str, Any]:
     log = a.log
     out: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
@@ -128,13 +153,19 @@ def session_dict(a: SessionAnalysis, *, requests: bool = False) -> dict[str, Any
         "format": log.format,
         "project": log.project,
         "prompt_cache": prompt_cache_dict(a.main.prompt_cache),
-        "streams": [_stream_dict(s, requests) for s in a.others],
+        "streams": [_stream_dict(s, requests, price_of) for s in a.others],
         "totals": totals_dict(a),
         "api_errors": log.api_errors,
         "skipped_lines": len(log.issues),
     }
+    if price_of is not None:
+        out["cost"] = {
+            **cost_dict([e for s in a.streams for e in s.entries], price_of),
+            "main": cost_dict(a.main.entries, price_of),
+            "pricing_source": pricing_source,
+        }
     if requests:
-        out["requests"] = [request_dict(e) for e in a.main.entries]
+        out["requests"] = [request_dict(e, price_of) for e in a.main.entries]
     return out
 
 

@@ -8,6 +8,7 @@ from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from cachediag.analysis.costs import PriceFn, entry_cost, total_costs
 from cachediag.analysis.ledger import LedgerEntry, Outcome
 from cachediag.analysis.session import SessionAnalysis, StreamAnalysis
 from cachediag.analysis.summary import PromptCache
@@ -29,7 +30,7 @@ def format_duration(seconds: float | None) -> str:
 
 
 def format_time(at: float) -> str:
-    return datetime.fromtimestamp(at, UTC).strftime("%m-%d %H:%M:%S")
+    return datetime.fromtimestamp(at, UTC).strftime("%H:%M:%S")
 
 
 def summary_line(label: str, pc: PromptCache) -> str:
@@ -82,40 +83,69 @@ def _causes(entry: LedgerEntry) -> Text:
     return Text(label, style="red" if d.named else "yellow")
 
 
-def misses_table(stream: StreamAnalysis) -> Table | None:
+def format_usd(value: float | None) -> str:
+    return "unpriced" if value is None else f"${value:,.2f}"
+
+
+def misses_table(stream: StreamAnalysis, price_of: PriceFn | None = None) -> Table | None:
     rows = [e for e in stream.entries if e.outcome in (Outcome.MISS, Outcome.EXPECTED)]
     if not rows:
         return None
     table = Table(show_edge=False, pad_edge=False, expand=False)
     table.add_column("#", justify="right")
-    table.add_column("time (UTC)", no_wrap=True)
+    table.add_column("UTC", no_wrap=True)
     table.add_column("gap", justify="right")
-    table.add_column("re-processed", justify="right")
+    table.add_column("re-processed", justify="right", no_wrap=True)
+    if price_of is not None:
+        table.add_column("cost", justify="right")
     table.add_column("cause", no_wrap=True)
     table.add_column("by")
-    table.add_column("read / cached")
+    table.add_column("read / cached", no_wrap=True)
     for e in rows:
-        table.add_row(
+        cells: list[RenderableType] = [
             str(e.index),
             format_time(e.record.at),
             format_duration(e.gap_s),
             format_tokens(e.reprocessed_tokens),
-            _causes(e),
-            e.diagnosis.source if e.diagnosis else "",
-            _evidence(e),
-        )
+        ]
+        if price_of is not None:
+            cells.append(format_usd(entry_cost(e, price_of).miss_cost_usd))
+        table.add_row(*cells, _causes(e), e.diagnosis.source if e.diagnosis else "", _evidence(e))
     return table
 
 
-def session_report(a: SessionAnalysis) -> list[RenderableType]:
+def cost_line(a: SessionAnalysis, price_of: PriceFn, pricing_source: str | None) -> str:
+    c = total_costs((e for s in a.streams for e in s.entries), price_of)
+    text = f"Cost: {format_usd(c.cost_usd)} · misses and rebuilds {format_usd(c.miss_cost_usd)}"
+    if c.unpriced_requests:
+        text += f" · {c.unpriced_requests} request(s) unpriced, not counted"
+    return text + (f" · prices: {pricing_source}" if pricing_source else "")
+
+
+def _span(a: SessionAnalysis) -> str:
+    times = [e.record.at for s in a.streams for e in s.entries]
+    if not times:
+        return ""
+    start, end = min(times), max(times)
+    fmt = "%Y-%m-%d %H:%M"
+    first = datetime.fromtimestamp(start, UTC).strftime(fmt)
+    last = datetime.fromtimestamp(end, UTC).strftime(fmt if end - start > 86400 else "%H:%M")
+    return f" · {first} - {last} UTC"
+
+
+def session_report(
+    a: SessionAnalysis, price_of: PriceFn | None = None, pricing_source: str | None = None
+) -> list[RenderableType]:
     """The renderables of one session, in order; lines of text are meant to soft-wrap."""
     log = a.log
     parts: list[RenderableType] = [
         Text(f"Session {log.session_id}", style="bold"),
-        Text(f"  {log.source}", style="dim"),
+        Text(f"  {log.source}{_span(a)}", style="dim"),
         Text(summary_line("main", a.main.prompt_cache)),
     ]
-    table = misses_table(a.main)
+    if price_of is not None:
+        parts.append(Text(cost_line(a, price_of, pricing_source)))
+    table = misses_table(a.main, price_of)
     if table is not None:
         parts.append(table)
     for s in a.others:
@@ -130,7 +160,12 @@ def session_report(a: SessionAnalysis) -> list[RenderableType]:
     return parts
 
 
-def print_session(console: Console, a: SessionAnalysis) -> None:
-    for part in session_report(a):
+def print_session(
+    console: Console,
+    a: SessionAnalysis,
+    price_of: PriceFn | None = None,
+    pricing_source: str | None = None,
+) -> None:
+    for part in session_report(a, price_of, pricing_source):
         # Summary lines are copied into issues and chats: let the terminal wrap them.
         console.print(part, soft_wrap=isinstance(part, Text))

@@ -1,0 +1,263 @@
+"""Cost audit aggregation: totals and breakdowns over many sessions. Pure: no I/O.
+
+A session is reduced to a ``SessionAudit`` (a few small dicts) as soon as it is read, so
+that an audit of a gigabyte of transcripts holds one session's requests at a time and
+worker processes send back only these summaries.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+
+from cachediag.analysis.costs import miss_cost_usd, request_cost_usd
+from cachediag.analysis.ledger import LedgerEntry, Outcome
+from cachediag.analysis.session import SessionAnalysis
+from cachediag.analysis.whatif import PriceFn, WhatIf, replay_streams
+
+NO_MISS = "no_miss"
+EXPECTED_REBUILD = "expected_rebuild"
+UNPRICED = "(unpriced)"
+
+
+class GroupBy(StrEnum):
+    SESSION = "session"
+    PROJECT = "project"
+    DAY = "day"
+    MODEL = "model"
+    CAUSE = "cause"
+    STREAM_KIND = "stream-kind"
+
+
+@dataclass(slots=True)
+class Totals:
+    """Tokens and dollars of a set of requests; costs cover priced requests only."""
+
+    requests: int = 0
+    input_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_creation_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    unpriced_requests: int = 0
+    misses: int = 0
+    expected_rebuilds: int = 0
+    reprocessed_tokens: int = 0
+    """Tokens misses and rebuilds processed again instead of reading them."""
+    miss_cost_usd: float = 0.0
+    rebuild_cost_usd: float = 0.0
+
+    def add(self, o: Totals) -> None:
+        self.requests += o.requests
+        self.input_tokens += o.input_tokens
+        self.cache_read_tokens += o.cache_read_tokens
+        self.cache_creation_tokens += o.cache_creation_tokens
+        self.output_tokens += o.output_tokens
+        self.cost_usd += o.cost_usd
+        self.unpriced_requests += o.unpriced_requests
+        self.misses += o.misses
+        self.expected_rebuilds += o.expected_rebuilds
+        self.reprocessed_tokens += o.reprocessed_tokens
+        self.miss_cost_usd += o.miss_cost_usd
+        self.rebuild_cost_usd += o.rebuild_cost_usd
+
+    @property
+    def recache_share(self) -> float | None:
+        """Share of the priced spend that paid for re-caching (misses and rebuilds)."""
+        if self.cost_usd <= 0:
+            return None
+        return (self.miss_cost_usd + self.rebuild_cost_usd) / self.cost_usd
+
+
+@dataclass(slots=True, frozen=True)
+class MissRow:
+    """One miss, for the "most expensive misses" list (no prompt content)."""
+
+    session_id: str
+    project: str | None
+    stream: str
+    stream_kind: str
+    index: int
+    at: float
+    model: str | None
+    causes: tuple[str, ...]
+    gap_s: float | None
+    reprocessed_tokens: int
+    cost_usd: float | None
+    """What the miss paid beyond a hit; ``None`` when its model is unpriced."""
+
+
+@dataclass(slots=True)
+class SessionAudit:
+    session_id: str
+    project: str | None
+    source: str
+    totals: Totals = field(default_factory=Totals)
+    groups: dict[GroupBy, dict[str, Totals]] = field(default_factory=dict)
+    top_misses: list[MissRow] = field(default_factory=list)
+    whatif: WhatIf = field(default_factory=WhatIf)
+    first_at: float | None = None
+    last_at: float | None = None
+    unpriced_models: set[str] = field(default_factory=set)
+    skipped_lines: int = 0
+
+
+def day_of(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d")
+
+
+def cause_key(entry: LedgerEntry) -> str:
+    if entry.outcome is Outcome.EXPECTED:
+        return EXPECTED_REBUILD
+    if entry.outcome is not Outcome.MISS:
+        return NO_MISS
+    d = entry.diagnosis
+    return "+".join(c.value for c in d.causes) if d is not None and d.causes else "unknown"
+
+
+def _in_range(at: float, since: float | None, until: float | None) -> bool:
+    return (since is None or at >= since) and (until is None or at < until)
+
+
+def _miss_sort_key(row: MissRow) -> tuple[float, int]:
+    return (row.cost_usd if row.cost_usd is not None else -1.0, row.reprocessed_tokens)
+
+
+def audit_session(
+    analysis: SessionAnalysis,
+    price_of: PriceFn,
+    *,
+    since: float | None = None,
+    until: float | None = None,
+    top: int = 10,
+) -> SessionAudit:
+    """Costs of one session's requests inside ``[since, until)``.
+
+    The ledger ran over the whole session, so a request keeps the outcome it had even
+    when the request before it falls outside the range.
+    """
+    log = analysis.log
+    out = SessionAudit(log.session_id, log.project, log.source, skipped_lines=len(log.issues))
+    out.groups = {g: {} for g in GroupBy if g is not GroupBy.SESSION}
+    kept_streams: list[list[LedgerEntry]] = []
+    misses: list[MissRow] = []
+    for stream in analysis.streams:
+        kind = stream.log.kind.value
+        kept = [e for e in stream.entries if _in_range(e.record.at, since, until)]
+        kept_streams.append(kept)
+        for e in kept:
+            r = e.record
+            t = Totals(
+                requests=1,
+                input_tokens=r.input_tokens,
+                cache_read_tokens=r.cache_read_tokens,
+                cache_creation_tokens=r.cache_creation_tokens,
+                output_tokens=r.output_tokens,
+            )
+            prices = price_of(r)
+            miss_cost: float | None = None
+            if prices is None:
+                t.unpriced_requests = 1
+                out.unpriced_models.add(r.model or "(no model)")
+            else:
+                t.cost_usd = request_cost_usd(r, prices)
+                miss_cost = miss_cost_usd(e, prices)
+            if e.outcome is Outcome.MISS:
+                t.misses = 1
+                t.reprocessed_tokens = e.reprocessed_tokens
+                t.miss_cost_usd = miss_cost or 0.0
+                misses.append(
+                    MissRow(
+                        log.session_id,
+                        log.project,
+                        stream.log.id,
+                        kind,
+                        e.index,
+                        r.at,
+                        r.model,
+                        tuple(cause_key(e).split("+")),
+                        e.gap_s,
+                        e.reprocessed_tokens,
+                        miss_cost,
+                    )
+                )
+            elif e.outcome is Outcome.EXPECTED:
+                t.expected_rebuilds = 1
+                t.reprocessed_tokens = e.reprocessed_tokens
+                t.rebuild_cost_usd = miss_cost or 0.0
+            out.totals.add(t)
+            keys = {
+                GroupBy.PROJECT: log.project or "(none)",
+                GroupBy.DAY: day_of(r.at),
+                GroupBy.MODEL: r.model or "(no model)",
+                GroupBy.CAUSE: cause_key(e),
+                GroupBy.STREAM_KIND: kind,
+            }
+            for group, key in keys.items():
+                out.groups[group].setdefault(key, Totals()).add(t)
+            out.first_at = r.at if out.first_at is None else min(out.first_at, r.at)
+            out.last_at = r.at if out.last_at is None else max(out.last_at, r.at)
+    out.top_misses = heapq.nlargest(top, misses, key=_miss_sort_key)
+    out.whatif = replay_streams(kept_streams, price_of)
+    return out
+
+
+@dataclass(slots=True)
+class SessionLine:
+    """What an audit keeps of each session: enough for ``--by session`` and its what-if."""
+
+    session_id: str
+    project: str | None
+    source: str
+    first_at: float | None
+    last_at: float | None
+    totals: Totals
+    whatif: WhatIf
+
+
+@dataclass(slots=True)
+class Audit:
+    """The running result of an audit; ``add`` one session at a time, in any order."""
+
+    top: int = 10
+    sessions: list[SessionLine] = field(default_factory=list)
+    totals: Totals = field(default_factory=Totals)
+    groups: dict[GroupBy, dict[str, Totals]] = field(
+        default_factory=lambda: {g: {} for g in GroupBy if g is not GroupBy.SESSION}
+    )
+    top_misses: list[MissRow] = field(default_factory=list)
+    whatif: WhatIf = field(default_factory=WhatIf)
+    unpriced_models: set[str] = field(default_factory=set)
+    skipped_lines: int = 0
+
+    def add(self, s: SessionAudit) -> None:
+        if s.totals.requests == 0:
+            return
+        self.sessions.append(
+            SessionLine(
+                s.session_id, s.project, s.source, s.first_at, s.last_at, s.totals, s.whatif
+            )
+        )
+        self.totals.add(s.totals)
+        for group, rows in s.groups.items():
+            mine = self.groups.setdefault(group, {})
+            for key, t in rows.items():
+                mine.setdefault(key, Totals()).add(t)
+        self.top_misses = heapq.nlargest(
+            self.top, [*self.top_misses, *s.top_misses], key=_miss_sort_key
+        )
+        self.whatif.add(s.whatif)
+        self.unpriced_models |= s.unpriced_models
+        self.skipped_lines += s.skipped_lines
+
+    def rows(self, by: GroupBy) -> list[tuple[str, Totals]]:
+        """One row per group, most expensive first (then by name)."""
+        if by is GroupBy.SESSION:
+            pairs = [(s.session_id, s.totals) for s in self.sessions]
+        elif by is GroupBy.DAY:
+            return sorted(self.groups[by].items())
+        else:
+            pairs = list(self.groups[by].items())
+        return sorted(pairs, key=lambda kv: (-kv[1].cost_usd, kv[0]))

@@ -1,0 +1,256 @@
+"""TTL what-if (prompt-cache.md §6): what a stream would have cost under other policies.
+
+Each stream is replayed from its ledger entries, request by request, with the same
+prompts; only whether the cached prefix was still alive, and the price of writing it,
+change with the policy:
+
+- a miss the ledger put down to an expired TTL becomes a hit when the policy's TTL (or a
+  keep-alive) would have kept the prefix alive: what it re-processed is read instead;
+- a hit becomes a miss when the policy's TTL is shorter than the one in force and the
+  pause outlasted it: what it read is written again;
+- every other request (cold starts, rebuilds after compaction, misses with other causes)
+  keeps its tokens, its writes priced at the policy's TTL.
+
+Pure: prices come in as a function, nothing is read or printed here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+
+from cachediag.analysis.causes import Cause
+from cachediag.analysis.costs import PER_TOKEN, ModelPrices, PriceFn, request_cost_usd
+from cachediag.analysis.ledger import LedgerEntry, Outcome
+from cachediag.model import TTL_SECONDS, RequestRecord
+
+__all__ = ["Policy", "PolicyResult", "PriceFn", "WhatIf", "replay_stream", "replay_streams"]
+
+KEEP_ALIVE_EVERY_S = 270.0
+"""A keep-alive is sent 4.5 minutes into a pause, before the 5-minute entry expires."""
+KEEP_ALIVE_MAX_PAUSE_S = 3600.0
+"""A keep-alive cannot know how long a pause will last; it gives up after an hour."""
+KEEP_ALIVE_OUTPUT_TOKENS = 1
+SAME_COST_SHARE = 0.01
+"""Policies within 1% of what happened are called "no better"."""
+
+_TTL_CAUSES = frozenset({Cause.TTL_EXPIRED_5M, Cause.TTL_EXPIRED_1H})
+
+
+class Policy(StrEnum):
+    AS_HAPPENED = "as_happened"
+    TTL_5M = "5m"
+    TTL_1H = "1h"
+    KEEP_ALIVE = "keep_alive"
+    EVIDENCE = "evidence"
+
+
+ADVICE: dict[Policy, str] = {
+    Policy.AS_HAPPENED: "keep what you have",
+    Policy.TTL_5M: "use the 5-minute TTL everywhere",
+    Policy.TTL_1H: "use the 1-hour TTL everywhere",
+    Policy.KEEP_ALIVE: "send a keep-alive request before each 5-minute expiry during pauses",
+    Policy.EVIDENCE: "start with 5 minutes, switch to 1 hour after the first miss a pause "
+    "under an hour caused",
+}
+
+
+@dataclass(slots=True)
+class PolicyResult:
+    policy: Policy
+    cost_usd: float = 0.0
+    misses: int = 0
+    keep_alive_requests: int = 0
+    unpriced_requests: int = 0
+
+    def add(self, other: PolicyResult) -> None:
+        self.cost_usd += other.cost_usd
+        self.misses += other.misses
+        self.keep_alive_requests += other.keep_alive_requests
+        self.unpriced_requests += other.unpriced_requests
+
+
+@dataclass(slots=True)
+class WhatIf:
+    """Results per policy, for a stream, a session or a whole audit."""
+
+    results: dict[Policy, PolicyResult] = field(
+        default_factory=lambda: {p: PolicyResult(p) for p in Policy}
+    )
+
+    def add(self, other: WhatIf) -> None:
+        for policy, result in other.results.items():
+            self.results[policy].add(result)
+
+    def best(self) -> Policy:
+        """The cheapest policy; what happened wins unless another saves over 1%."""
+        actual = self.results[Policy.AS_HAPPENED].cost_usd
+        cheapest = min(Policy, key=lambda p: (self.results[p].cost_usd, list(Policy).index(p)))
+        if actual - self.results[cheapest].cost_usd <= SAME_COST_SHARE * actual:
+            return Policy.AS_HAPPENED
+        return cheapest
+
+    def recommendation(self) -> str:
+        actual = self.results[Policy.AS_HAPPENED].cost_usd
+        best = self.best()
+        if actual <= 0:
+            return "nothing priced: no recommendation"
+        if best is Policy.AS_HAPPENED:
+            return "what happened was within 1% of the cheapest policy: keep what you have"
+        saved = actual - self.results[best].cost_usd
+        return f"{ADVICE[best]}: it would have saved ${saved:.2f} ({saved / actual:.1%})"
+
+
+def _is_ttl_miss(entry: LedgerEntry) -> bool:
+    d = entry.diagnosis
+    return d is not None and any(c in _TTL_CAUSES for c in d.causes)
+
+
+def _idle_s(entry: LedgerEntry) -> float:
+    # The ledger's idle time restarts at an announced compaction; hits have no evidence.
+    if entry.evidence is not None:
+        return entry.evidence.gap_s
+    return entry.gap_s or 0.0
+
+
+def keep_alive_pings(idle_s: float) -> int:
+    """Keep-alives sent during a pause: every 270 s, for at most an hour."""
+    if idle_s <= KEEP_ALIVE_EVERY_S:
+        return 0
+    last = min(idle_s, KEEP_ALIVE_MAX_PAUSE_S)
+    return math.ceil(last / KEEP_ALIVE_EVERY_S) - 1
+
+
+def _priced(record: RequestRecord, write_ttl: str, prices: ModelPrices) -> float:
+    """``request_cost_usd`` with every write at ``write_ttl`` (no record copy: hot path)."""
+    p = prices.tier_for(record.total_tokens)
+    write = p.cache_write_1h_mtok if write_ttl == "1h" else p.cache_write_5m_mtok
+    return PER_TOKEN * (
+        record.input_tokens * p.input_mtok
+        + record.cache_creation_tokens * write
+        + record.cache_read_tokens * p.cache_read_mtok
+        + record.output_tokens * p.output_mtok
+    )
+
+
+def _replay_as_happened(entries: list[LedgerEntry], price_of: PriceFn) -> PolicyResult:
+    result = PolicyResult(Policy.AS_HAPPENED)
+    for e in entries:
+        prices = price_of(e.record)
+        if prices is None:
+            result.unpriced_requests += 1
+        else:
+            result.cost_usd += request_cost_usd(e.record, prices)
+        result.misses += e.outcome is Outcome.MISS
+    return result
+
+
+def replay_stream(entries: list[LedgerEntry], policy: Policy, price_of: PriceFn) -> PolicyResult:
+    """Cost and misses of one stream's requests had ``policy`` been in force."""
+    if policy is Policy.AS_HAPPENED:
+        return _replay_as_happened(entries, price_of)
+    result = PolicyResult(policy)
+    write_ttl = "1h" if policy is Policy.TTL_1H else "5m"
+    ttl_in_force = write_ttl
+    prev: RequestRecord | None = None
+    for i, e in enumerate(entries):
+        r = e.record
+        prices = price_of(r)
+        outcome = e.outcome
+        if i > 0 and prev is not None:
+            idle = _idle_s(e)
+            window = TTL_SECONDS[ttl_in_force]
+            pings = 0
+            if policy is Policy.KEEP_ALIVE and prev.cached_tokens > 0:
+                pings = keep_alive_pings(idle)
+                alive = idle - pings * KEEP_ALIVE_EVERY_S < window
+                _add_pings(result, prev, pings, price_of)
+            else:
+                alive = idle < window
+            if outcome is Outcome.MISS and _is_ttl_miss(e) and alive:
+                r = _as_hit(r, e.reprocessed_tokens)
+                outcome = Outcome.HIT
+            elif (
+                outcome is Outcome.HIT
+                and not alive
+                and window < TTL_SECONDS[entries[i - 1].ttl]
+                and r.cache_read_tokens > 0
+            ):
+                r = replace(
+                    r,
+                    cache_read_tokens=0,
+                    cache_creation_tokens=r.cache_creation_tokens + r.cache_read_tokens,
+                )
+                outcome = Outcome.MISS
+            if (
+                policy is Policy.EVIDENCE
+                and outcome is Outcome.MISS
+                and write_ttl == "5m"
+                and (_is_ttl_miss(e) or e.outcome is Outcome.HIT)
+                and idle < TTL_SECONDS["1h"]
+            ):
+                # The miss is observed when its response arrives: it was written at 5m,
+                # the requests after it write at 1h.
+                result.misses += 1
+                _price_into(result, r, write_ttl, prices)
+                write_ttl = "1h"
+                ttl_in_force = "5m" if r.cache_creation_tokens > 0 else ttl_in_force
+                prev = r
+                continue
+        result.misses += outcome is Outcome.MISS
+        _price_into(result, r, write_ttl, prices)
+        if i == 0 or r.cache_creation_tokens > 0:
+            ttl_in_force = write_ttl
+        prev = r
+    return result
+
+
+def _as_hit(record: RequestRecord, reprocessed: int) -> RequestRecord:
+    from_write = min(reprocessed, record.cache_creation_tokens)
+    from_input = min(reprocessed - from_write, record.input_tokens)
+    return replace(
+        record,
+        cache_read_tokens=record.cache_read_tokens + from_write + from_input,
+        cache_creation_tokens=record.cache_creation_tokens - from_write,
+        input_tokens=record.input_tokens - from_input,
+    )
+
+
+def _price_into(
+    result: PolicyResult, record: RequestRecord, write_ttl: str, prices: ModelPrices | None
+) -> None:
+    if prices is None:
+        result.unpriced_requests += 1
+    else:
+        result.cost_usd += _priced(record, write_ttl, prices)
+
+
+def _add_pings(result: PolicyResult, prev: RequestRecord, pings: int, price_of: PriceFn) -> None:
+    if pings == 0:
+        return
+    prices = price_of(prev)
+    result.keep_alive_requests += pings
+    if prices is None:
+        result.unpriced_requests += pings
+        return
+    # A keep-alive re-sends the cached prefix (read at the read price) for one token out.
+    ping = RequestRecord(
+        at=prev.at,
+        input_tokens=0,
+        cache_read_tokens=prev.total_tokens,
+        cache_creation_tokens=0,
+        output_tokens=KEEP_ALIVE_OUTPUT_TOKENS,
+        model=prev.model,
+    )
+    result.cost_usd += pings * request_cost_usd(ping, prices)
+
+
+def replay_streams(streams: Iterable[list[LedgerEntry]], price_of: PriceFn) -> WhatIf:
+    """Every policy over every stream (each stream has its own cache)."""
+    total = WhatIf()
+    for entries in streams:
+        for policy in Policy:
+            total.results[policy].add(replay_stream(entries, policy, price_of))
+    return total

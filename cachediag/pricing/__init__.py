@@ -1,0 +1,71 @@
+"""Model prices for the cost engine: ``lookup_prices(model, at)``.
+
+Default source: the ``genai-prices`` package (bundled data, offline). ``pricing_file``
+names a user override: LiteLLM's ``model_prices_and_context_window.json`` or cachediag's
+own small format (see ``overrides``). A model the source does not know is ``None``,
+reported as unpriced, never priced at $0.
+
+This module stays light: the status line imports it on every run, so the price data is
+loaded only on the first lookup, and lookups are memoised per (model, day, file).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cachediag.analysis.costs import ModelPrices, PriceFn
+from cachediag.model import RequestRecord
+
+__all__ = ["ModelPrices", "lookup_prices", "price_function", "pricing_source"]
+
+_MEMO: dict[tuple[str, int, str | None], ModelPrices | None] = {}
+_DAY_S = 86400
+
+
+def _day(at: float) -> int:
+    # Price histories change on UTC dates (genai-prices' StartDateConstraint), so a
+    # lookup per UTC day (days since the epoch) is exact for them and cheap.
+    return int(at // _DAY_S)
+
+
+def lookup_prices(model: str, at: float, pricing_file: Path | None = None) -> ModelPrices | None:
+    """Prices of ``model`` in force at ``at`` (Unix seconds), or ``None`` when unknown.
+
+    Raises ``cachediag.errors.PricingError`` when ``pricing_file`` cannot be used.
+    """
+    file_key = None if pricing_file is None else str(pricing_file)
+    key = (model, _day(at), file_key)
+    if key in _MEMO:
+        return _MEMO[key]
+    if pricing_file is None:
+        from cachediag.pricing.genai import genai_prices
+
+        found = genai_prices(model, at)
+    else:
+        from cachediag.pricing.overrides import load_price_file
+
+        found = load_price_file(pricing_file).prices(model, at)
+    _MEMO[key] = found
+    return found
+
+
+def pricing_source(pricing_file: Path | None = None) -> str:
+    """Which source (and version) prices a run, for every report to state."""
+    if pricing_file is None:
+        from cachediag.pricing.genai import source_name
+
+        return source_name()
+    from cachediag.pricing.overrides import load_price_file
+
+    return load_price_file(pricing_file).source
+
+
+def price_function(pricing_file: Path | None = None) -> PriceFn:
+    """Prices per request record, for the analysis functions (which never look up)."""
+
+    def price_of(record: RequestRecord) -> ModelPrices | None:
+        if record.model is None:
+            return None
+        return lookup_prices(record.model, record.at, pricing_file)
+
+    return price_of

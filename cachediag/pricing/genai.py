@@ -1,0 +1,115 @@
+"""Prices from the ``genai-prices`` package (bundled snapshot, never fetched)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+from functools import cache
+from typing import Any
+
+from cachediag.analysis.costs import ModelPrices
+
+SOURCE = "genai-prices"
+
+
+@cache
+def source_name() -> str:
+    from genai_prices import __version__
+
+    return f"{SOURCE} {__version__}"
+
+
+def _base(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, Decimal):
+        return float(value)
+    return float(value.base)
+
+
+def _tiers(value: Any) -> list[tuple[int, float]]:
+    if value is None or isinstance(value, Decimal):
+        return []
+    return [(int(t.start), float(t.price)) for t in value.tiers]
+
+
+def _tier_price(value: Any, start: int) -> float | None:
+    """The price of ``value`` in the tier starting at ``start`` (the base if untiered)."""
+    if value is None:
+        return None
+    chosen = _base(value)
+    for tier_start, price in _tiers(value):
+        if tier_start <= start:
+            chosen = price
+    return chosen
+
+
+_KEYS = (
+    "input_mtok",
+    "cache_write_5m_mtok",
+    "cache_write_mtok",
+    "cache_write_1h_mtok",
+    "cache_read_mtok",
+    "output_mtok",
+)
+
+
+def _first(*values: float | None) -> float | None:
+    return next((v for v in values if v is not None), None)
+
+
+def _flat(p: dict[str, float | None], source: str) -> ModelPrices | None:
+    p_in, p_out = p["input_mtok"], p["output_mtok"]
+    if p_in is None or p_out is None:
+        return None
+    # ``cache_write_5m_mtok`` is the newer spelling of the generic write price; a model
+    # without cache prices bills cached tokens as plain input.
+    write_5m = _first(p["cache_write_5m_mtok"], p["cache_write_mtok"], p_in)
+    assert write_5m is not None
+    return ModelPrices(
+        input_mtok=p_in,
+        cache_write_5m_mtok=write_5m,
+        cache_write_1h_mtok=_first(p["cache_write_1h_mtok"], write_5m) or 0.0,
+        cache_read_mtok=_first(p["cache_read_mtok"], p_in) or 0.0,
+        output_mtok=p_out,
+        source=source,
+    )
+
+
+def convert_model_price(price: Any, source: str) -> ModelPrices | None:
+    """A genai-prices ``ModelPrice`` -> ``ModelPrices``; ``None`` without token prices.
+
+    genai-prices applies the highest tier whose start the request's total input
+    (cache reads and writes included) exceeds, to every token: one nested
+    ``long_context`` level per tier start.
+    """
+    values = {k: getattr(price, k, None) for k in _KEYS}
+    starts = sorted({s for v in values.values() for s, _ in _tiers(v)})
+    base = _flat({k: _tier_price(v, -1) for k, v in values.items()}, source)
+    if base is None:
+        return None
+    result: ModelPrices | None = None
+    for i in range(len(starts) - 1, -1, -1):
+        tier = _flat({k: _tier_price(v, starts[i]) for k, v in values.items()}, source)
+        if tier is None:
+            continue
+        result = tier if result is None else _with_tier(tier, starts[i + 1], result)
+    return base if result is None else _with_tier(base, starts[0], result)
+
+
+def _with_tier(prices: ModelPrices, threshold: int, long_context: ModelPrices) -> ModelPrices:
+    from dataclasses import replace
+
+    return replace(prices, long_context_threshold_tokens=threshold, long_context=long_context)
+
+
+def genai_prices(model: str, at: float) -> ModelPrices | None:
+    from genai_prices import data_snapshot
+
+    snapshot = data_snapshot.get_snapshot()
+    try:
+        _, info = snapshot.find_provider_model(model, None, None, None)
+    except LookupError:
+        return None
+    when = datetime.fromtimestamp(at, UTC)
+    return convert_model_price(info.get_prices(when), f"{source_name()} ({info.id})")
