@@ -79,7 +79,12 @@ def test_bad_line_is_counted_and_skipped(tmp_path: Path, mangle, reason: str) ->
 )
 def test_bad_usage_is_counted_and_skipped(tmp_path: Path, usage_patch: dict, reason: str) -> None:  # type: ignore[type-arg]
     lines = [json.loads(x) for x in _lines()]
-    target = next(i for i, x in enumerate(lines) if x["type"] == "assistant" and i > 5)
+    # The first line of a response: later copies only contribute their output count.
+    firsts: dict[str, int] = {}
+    for i, x in enumerate(lines):
+        if x["type"] == "assistant":
+            firsts.setdefault(x["message"]["id"], i)
+    target = sorted(firsts.values())[1]
     lines[target]["message"]["usage"].update(usage_patch)
     path = tmp_path / "s.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))

@@ -1,7 +1,8 @@
 """The command line: click commands only, each a thin layer over one library call.
 
 The only package that imports click. One module per command; ``common`` holds what they
-share. Commands are imported when the group is built, each module staying small.
+share. A command's module is imported only when that command runs (or help lists it):
+every run after a long session should not pay for the other commands' imports.
 """
 
 from __future__ import annotations
@@ -13,8 +14,28 @@ import click
 from cachediag import __version__
 from cachediag.errors import CachediagError
 
+COMMANDS = {
+    "analyze": "cachediag.cli.analyze:analyze",
+    "audit": "cachediag.cli.audit:audit",
+    "explain": "cachediag.cli.explain:explain",
+    "schema": "cachediag.cli.schema:schema",
+}
+
 
 class Main(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*COMMANDS, *super().list_commands(ctx)})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return super().get_command(ctx, cmd_name)
+        from importlib import import_module
+
+        module, attr = target.split(":")
+        command: click.Command = getattr(import_module(module), attr)
+        return command
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -32,18 +53,3 @@ def main() -> None:
     cachediag analyze session.jsonl         one session (and its subagents/ folder)
     cat s.jsonl | cachediag analyze --json  the prompt_cache object, for jq and scripts
     """
-
-
-def _register() -> None:
-    from cachediag.cli.analyze import analyze
-    from cachediag.cli.audit import audit
-    from cachediag.cli.explain import explain
-    from cachediag.cli.schema import schema
-
-    main.add_command(analyze)
-    main.add_command(audit)
-    main.add_command(explain)
-    main.add_command(schema)
-
-
-_register()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import IO, Any
 
 try:  # orjson parses the big transcript lines several times faster; json is the fallback.
     from orjson import JSONDecodeError as _DecodeError
@@ -44,15 +44,18 @@ def iter_objects(
     issues: list[LineIssue],
     want: LineFilter | None = None,
 ) -> Iterator[tuple[int, JsonObject]]:
-    """Yield ``(line_number, object)`` for every line ``want`` accepts.
+    """Yield ``(line_number, object)`` for every line ``want`` accepts."""
+    numbered: Iterable[tuple[int, bytes]] = enumerate(stream, start=1)
+    if want is not None:
+        numbered = ((n, raw) for n, raw in numbered if want(raw))
+    return parse_numbered(numbered, source, issues)
 
-    ``want`` sees raw bytes so that lines which cannot matter are never parsed; that is
-    most of a transcript (tool output, progress) and most of the time spent.
-    """
-    number = 0
-    for number, raw in enumerate(stream, start=1):
-        if want is not None and not want(raw):
-            continue
+
+def parse_numbered(
+    numbered: Iterable[tuple[int, bytes]], source: str, issues: list[LineIssue]
+) -> Iterator[tuple[int, JsonObject]]:
+    """Parse numbered raw lines; a bad one becomes an issue with its number."""
+    for number, raw in numbered:
         if not raw.strip():
             continue
         try:
@@ -62,3 +65,84 @@ def iter_objects(
             if not raw.endswith(b"\n"):
                 reason = f"incomplete last line ({reason})"
             issues.append(LineIssue(source, number, reason))
+
+
+CHUNK_BYTES = 1 << 22
+
+
+def scan_lines(
+    stream: IO[bytes], needles: tuple[bytes, ...], first_line: int = 1
+) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(line_number, raw_line)`` for the lines holding any of ``needles``, and for
+    every line not shaped like a JSON object, so that its parse fails and it is counted.
+
+    Lines that cannot matter (tool output, progress: most of a transcript) are skipped
+    by a C-level search over 4 MiB chunks instead of a Python test per line; memory stays
+    bounded by the chunk and the longest line, not by the file.
+    """
+    carry = b""
+    line = first_line
+    while True:
+        block = stream.read(CHUNK_BYTES)
+        buf = carry + block if carry else block
+        if not buf:
+            return
+        end = len(buf) if not block else buf.rfind(b"\n") + 1
+        if end == 0:  # one line longer than a chunk: keep reading
+            carry = buf
+            continue
+        starts: set[int] = set()
+        for needle in needles:
+            i = buf.find(needle, 0, end)
+            while i >= 0:
+                starts.add(buf.rfind(b"\n", 0, i) + 1)
+                stop = buf.find(b"\n", i, end)
+                i = buf.find(needle, stop + 1, end) if stop >= 0 else -1
+        found, newlines = _number(buf, end, starts, line)
+        odd = _odd_lines(buf, end, newlines)
+        if odd - starts:
+            found, _ = _number(buf, end, starts | odd, line)
+        yield from found
+        line += newlines
+        carry = buf[end:]
+        if not block:
+            return
+
+
+def _number(
+    buf: bytes, end: int, starts: set[int], line: int
+) -> tuple[list[tuple[int, bytes]], int]:
+    """The lines starting at ``starts`` with their numbers, and the newlines in the chunk."""
+    found = []
+    counted = newlines = 0
+    for start in sorted(starts):
+        newlines += buf.count(b"\n", counted, start)
+        counted = start
+        stop = buf.find(b"\n", start, end)
+        found.append((line + newlines, buf[start : end if stop < 0 else stop + 1]))
+    return found, newlines + buf.count(b"\n", counted, end)
+
+
+def _odd_lines(buf: bytes, end: int, complete: int) -> set[int]:
+    """Starts of the lines of ``buf[:end]`` that are not blank and not ``{...}``.
+
+    In a healthy log every line ends with ``}``, which two C-level counts confirm; only
+    a chunk that fails them is walked line by line (a line that ends well but starts
+    badly is garbage no count can see cheaply; its parse is skipped unless it matters).
+    """
+    closed = buf.count(b"}\n", 0, end)
+    if closed != complete:
+        closed += buf.count(b"}\r\n", 0, end)
+    tail = buf[buf.rfind(b"\n", 0, end) + 1 : end]
+    if closed == complete and (not tail or tail.rstrip().endswith(b"}")):
+        return set()
+    odd: set[int] = set()
+    start = 0
+    while start < end:
+        stop = buf.find(b"\n", start, end)
+        stop = end if stop < 0 else stop
+        text = buf[start:stop].strip()
+        if text and not (text.startswith(b"{") and text.endswith(b"}")):
+            odd.add(start)
+        start = stop + 1
+    return odd

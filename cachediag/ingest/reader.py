@@ -10,12 +10,12 @@ from typing import IO
 from cachediag.errors import InputError, NotALogError
 from cachediag.ingest.detect import CLAUDE_CODE, SNIFF_LINES, detect_format
 from cachediag.ingest.discover import SessionSource
-from cachediag.ingest.lines import BadLine, iter_objects
+from cachediag.ingest.lines import BadLine, parse_numbered, scan_lines
 from cachediag.ingest.transcript import (
     FORMAT,
+    WANTED,
+    WANTED_WITH_CHAINS,
     TranscriptReader,
-    wanted_line,
-    wanted_line_with_chains,
 )
 from cachediag.model import MAIN_STREAM, LineIssue, SessionLog, StreamKind
 
@@ -25,12 +25,24 @@ def _peek(stream: IO[bytes]) -> tuple[list[bytes], Iterator[bytes]]:
     return head, itertools.chain(head, stream)
 
 
+def _matching_lines(
+    head: list[bytes], rest: IO[bytes], needles: tuple[bytes, ...]
+) -> Iterator[tuple[int, bytes]]:
+    """Numbered lines holding a needle: the peeked head, then the rest of the stream."""
+    for number, raw in enumerate(head, start=1):
+        text = raw.strip()
+        odd = text and not (text.startswith(b"{") and text.endswith(b"}"))
+        if odd or any(needle in raw for needle in needles):
+            yield number, raw
+    yield from scan_lines(rest, needles, first_line=len(head) + 1)
+
+
 def _feed_file(reader: TranscriptReader, path: Path, session: SessionLog, *, strict: bool) -> bool:
     """Feed one file to ``reader``; False when it is not a log (and ``strict`` is off)."""
     source = str(path)
     try:
         with path.open("rb") as fp:
-            head, lines = _peek(fp)
+            head, _ = _peek(fp)
             try:
                 detect_format(head, source)
             except NotALogError as exc:
@@ -38,8 +50,9 @@ def _feed_file(reader: TranscriptReader, path: Path, session: SessionLog, *, str
                     raise
                 session.issues.append(LineIssue(source, 0, str(exc).removeprefix(f"{source}: ")))
                 return False
-            want = wanted_line if reader.file_stream is not None else wanted_line_with_chains
-            for number, obj in iter_objects(lines, source, session.issues, want):
+            needles = WANTED if reader.file_stream is not None else WANTED_WITH_CHAINS
+            matching = _matching_lines(head, fp, needles)
+            for number, obj in parse_numbered(matching, source, session.issues):
                 try:
                     reader.feed(obj, number)
                 except BadLine as exc:
@@ -104,7 +117,8 @@ def read_stdin(stream: IO[bytes], source: str = "-") -> list[SessionLog]:
         return [read_request_log(fmt, lines, source, source)]
     sessions: dict[str, tuple[SessionLog, TranscriptReader]] = {}
     issues: list[LineIssue] = []
-    for number, obj in iter_objects(lines, source, issues, wanted_line_with_chains):
+    matching = _matching_lines(head, stream, WANTED_WITH_CHAINS)
+    for number, obj in parse_numbered(matching, source, issues):
         value = obj.get("sessionId")
         session_id = value if isinstance(value, str) and value else source
         pair = sessions.get(session_id)

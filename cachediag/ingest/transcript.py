@@ -32,14 +32,19 @@ _BOUNDARIES = {
 }
 
 
+WANTED: tuple[bytes, ...] = (b'"assistant"', b"compact_boundary")
+"""Only lines holding one of these can carry a request or a rebuild."""
+WANTED_WITH_CHAINS: tuple[bytes, ...] = (*WANTED, b'"isSidechain":true')
+"""As ``WANTED``, plus the sidechain lines that link inline subagent chains (Claude Code
+writes compact JSON; each extra spelling would cost one more pass over every file)."""
+
+
 def wanted_line(raw: bytes) -> bool:
-    """Cheap pre-filter: only these lines can carry a request or a rebuild."""
-    return b'"assistant"' in raw or b"compact_boundary" in raw
+    return any(needle in raw for needle in WANTED)
 
 
 def wanted_line_with_chains(raw: bytes) -> bool:
-    """As ``wanted_line``, plus the sidechain lines that link inline subagent chains."""
-    return wanted_line(raw) or b'"isSidechain":true' in raw or b'"isSidechain": true' in raw
+    return any(needle in raw for needle in WANTED_WITH_CHAINS)
 
 
 def parse_timestamp(value: Any) -> float:
@@ -167,27 +172,28 @@ class TranscriptReader:
         else:
             uuid = obj.get("uuid")
             key = ("line", uuid if isinstance(uuid, str) else str(line))
-        at = parse_timestamp(obj.get("timestamp"))
-        record = usage_record(
-            usage,
-            at,
-            stream="",
-            line=line,
-            model=message.get("model") if isinstance(message.get("model"), str) else None,
-            request_id=request_id,
-            message_id=message_id,
-            server_reason=_server_reason(message),
-        )
         known = self.seen.get(key)
         if known is not None:
             # A later copy of the same response (one line per content block, or a
             # sidechain replay of a parent message): only its output count can grow.
-            self._raise_output(known, record.output_tokens)
+            self._raise_output(known, token_count(usage, "output_tokens") or 0)
             self.note_line(obj)
             return None
-        stream = self._stream_of(obj)
-        record = replace(record, stream=stream.id)
-        self.seen[key] = (stream.id, len(stream.items))
+        stream_id, kind = self._stream_key(obj)
+        model = message.get("model")
+        record = usage_record(
+            usage,
+            parse_timestamp(obj.get("timestamp")),
+            stream=stream_id,
+            line=line,
+            model=model if isinstance(model, str) else None,
+            request_id=request_id,
+            message_id=message_id,
+            server_reason=_server_reason(message),
+        )
+        # The stream exists only once a valid request (or event) of it was read.
+        stream = self.session.stream(stream_id, kind, source=self.source)
+        self.seen[key] = (stream_id, len(stream.items))
         stream.items.append(record)
         return record
 
@@ -201,6 +207,10 @@ class TranscriptReader:
             stream.items[index] = replace(current, output_tokens=output_tokens)
 
     def _stream_of(self, obj: JsonObject) -> StreamLog:
+        stream_id, kind = self._stream_key(obj)
+        return self.session.stream(stream_id, kind, source=self.source)
+
+    def _stream_key(self, obj: JsonObject) -> tuple[str, StreamKind]:
         if self.file_stream is not None:
             stream_id, kind = self.file_stream
         elif obj.get("isSidechain") is not True:
@@ -209,7 +219,7 @@ class TranscriptReader:
             stream_id, kind = f"agent-{obj['agentId']}", agent_kind(obj["agentId"])
         else:
             stream_id, kind = f"sidechain-{self._sidechain_root(obj)[:8]}", StreamKind.SIDECHAIN
-        return self.session.stream(stream_id, kind, source=self.source)
+        return stream_id, kind
 
     def _sidechain_root(self, obj: JsonObject) -> str:
         # Old versions wrote Task subagents inline; each chain starts at a line whose

@@ -38,9 +38,15 @@ def lookup_prices(model: str, at: float, pricing_file: Path | None = None) -> Mo
     if key in _MEMO:
         return _MEMO[key]
     if pricing_file is None:
-        from cachediag.pricing.genai import genai_prices
+        from cachediag.pricing.disk import DISK
 
-        found = genai_prices(model, at)
+        disk_key = f"{model}|{key[1]}"
+        known, found = DISK.get(disk_key)
+        if not known:
+            from cachediag.pricing.genai import genai_prices
+
+            found = genai_prices(model, at)
+            DISK.put(disk_key, found)
     else:
         from cachediag.pricing.overrides import load_price_file
 
@@ -52,9 +58,15 @@ def lookup_prices(model: str, at: float, pricing_file: Path | None = None) -> Mo
 def pricing_source(pricing_file: Path | None = None) -> str:
     """Which source (and version) prices a run, for every report to state."""
     if pricing_file is None:
-        from cachediag.pricing.genai import source_name
+        from cachediag.pricing.disk import DISK
 
-        return source_name()
+        saved = DISK.source()
+        if saved is None:
+            from cachediag.pricing.genai import source_name
+
+            saved = source_name()
+            DISK.set_source(saved)
+        return saved
     from cachediag.pricing.overrides import load_price_file
 
     return load_price_file(pricing_file).source

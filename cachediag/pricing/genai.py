@@ -14,9 +14,14 @@ SOURCE = "genai-prices"
 
 @cache
 def source_name() -> str:
-    from genai_prices import __version__
+    # The distribution's metadata, not ``genai_prices.__version__``: importing the
+    # package loads all of its price data, which a run served from the disk cache skips.
+    from importlib.metadata import PackageNotFoundError, version
 
-    return f"{SOURCE} {__version__}"
+    try:
+        return f"{SOURCE} {version('genai-prices')}"
+    except PackageNotFoundError:
+        return SOURCE
 
 
 def _base(value: Any) -> float | None:
