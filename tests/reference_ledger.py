@@ -85,72 +85,120 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def read_stream(path: Path, *, main_only: bool) -> Stream:
-    """Requests of one stream: ``main_only`` keeps the ``isSidechain: false`` lines of a
-    session file; otherwise (a subagent file) every line of the file belongs to it."""
-    groups: dict[tuple[str, str | None], Request] = {}
-    order: list[tuple[str, str | None]] = []
-    announce: float | None = None
-    announced = False
+def read_lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, object) of every line that parses as a JSON object."""
+    out: list[tuple[int, dict[str, Any]]] = []
     with path.open(encoding="utf-8", errors="replace") as fh:
         for lineno, raw in enumerate(fh, start=1):
             try:
                 obj = json.loads(raw)
             except ValueError:
                 continue
-            if not isinstance(obj, dict):
-                continue
-            if main_only and obj.get("isSidechain") is True:
-                continue
-            kind = obj.get("type")
-            at = parse_time(obj.get("timestamp"))
-            if kind == "system" and obj.get("subtype") in REBUILD_SUBTYPES:
-                announced = True
-                if at is not None:
-                    announce = at if announce is None else max(announce, at)
-                continue
-            if kind != "assistant" or obj.get("isApiErrorMessage") is True:
-                continue
-            msg = obj.get("message")
-            if not isinstance(msg, dict) or msg.get("model") == "<synthetic>":
-                continue
-            usage = msg.get("usage")
-            if not isinstance(usage, dict) or at is None:
-                continue
-            mid = msg.get("id")
-            rid = obj.get("requestId")
-            key = (
-                mid if isinstance(mid, str) else f"line:{lineno}",
-                rid if isinstance(rid, str) else None,
-            )
-            out = _int(usage.get("output_tokens"))
-            known = groups.get(key)
-            if known is not None:
-                known.output_tokens = max(known.output_tokens, out)
-                known.at = min(known.at, at)
-                continue
-            split = usage.get("cache_creation")
-            c1h = _int(split.get("ephemeral_1h_input_tokens")) if isinstance(split, dict) else 0
-            req = Request(
-                key=key,
-                first_line=lineno,
-                at=at,
-                model=msg.get("model") if isinstance(msg.get("model"), str) else None,
-                input_tokens=_int(usage.get("input_tokens")),
-                cache_read_tokens=_int(usage.get("cache_read_input_tokens")),
-                cache_creation_tokens=_int(usage.get("cache_creation_input_tokens")),
-                cache_creation_1h_tokens=c1h,
-                output_tokens=out,
-            )
-            cm = msg.get("context_management")
-            edits = cm.get("applied_edits") if isinstance(cm, dict) else None
-            if announced:
-                req.announced, req.announce_at = True, announce
-            elif isinstance(edits, list) and edits:
-                req.announced = True
-            announced, announce = False, None
-            groups[key] = req
-            order.append(key)
+            if isinstance(obj, dict):
+                out.append((lineno, obj))
+    return out
+
+
+def read_stream(path: Path, *, main_only: bool) -> Stream:
+    """Requests of one stream: ``main_only`` keeps the ``isSidechain: false`` lines of a
+    session file; otherwise (a subagent file) every line of the file belongs to it."""
+    lines = read_lines(path)
+    if main_only:
+        lines = [(n, o) for n, o in lines if o.get("isSidechain") is not True]
+    return build_stream(lines)
+
+
+def read_inline_sidechains(path: Path) -> dict[str, Stream]:
+    """1.0.x files keep subagent lines inline with ``isSidechain: true``: one stream per
+    sidechain chain, named by the uuid of its first line (the one whose parent is not a
+    sidechain line). A sidechain copy of a main-stream response is the parent's, not its."""
+    lines = read_lines(path)
+    by_uuid = {o["uuid"]: o for _, o in lines if isinstance(o.get("uuid"), str)}
+
+    def root(obj: dict[str, Any]) -> str:
+        seen: set[str] = set()
+        while True:
+            parent = by_uuid.get(obj.get("parentUuid"))  # type: ignore[arg-type]
+            if parent is None or parent.get("isSidechain") is not True or obj["uuid"] in seen:
+                return str(obj["uuid"])
+            seen.add(obj["uuid"])
+            obj = parent
+
+    main_keys = {
+        r.key
+        for r in build_stream(
+            [(n, o) for n, o in lines if o.get("isSidechain") is not True]
+        ).requests
+    }
+    chains: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    for n, o in lines:
+        if o.get("isSidechain") is True and isinstance(o.get("uuid"), str):
+            chains.setdefault(root(o), []).append((n, o))
+    streams = {uuid: build_stream(chain, skip=main_keys) for uuid, chain in chains.items()}
+    return {uuid: s for uuid, s in streams.items() if s.requests}
+
+
+def build_stream(
+    lines: list[tuple[int, dict[str, Any]]],
+    skip: set[tuple[str, str | None]] | None = None,
+) -> Stream:
+    """One stream's requests from its lines, in file order (``skip``: keys owned elsewhere)."""
+    groups: dict[tuple[str, str | None], Request] = {}
+    order: list[tuple[str, str | None]] = []
+    announce: float | None = None
+    announced = False
+    for lineno, obj in lines:
+        kind = obj.get("type")
+        at = parse_time(obj.get("timestamp"))
+        if kind == "system" and obj.get("subtype") in REBUILD_SUBTYPES:
+            announced = True
+            if at is not None:
+                announce = at if announce is None else max(announce, at)
+            continue
+        if kind != "assistant" or obj.get("isApiErrorMessage") is True:
+            continue
+        msg = obj.get("message")
+        if not isinstance(msg, dict) or msg.get("model") == "<synthetic>":
+            continue
+        usage = msg.get("usage")
+        if not isinstance(usage, dict) or at is None:
+            continue
+        mid = msg.get("id")
+        rid = obj.get("requestId")
+        key = (
+            mid if isinstance(mid, str) else f"line:{lineno}",
+            rid if isinstance(rid, str) else None,
+        )
+        if skip is not None and key in skip:
+            continue
+        out = _int(usage.get("output_tokens"))
+        known = groups.get(key)
+        if known is not None:
+            known.output_tokens = max(known.output_tokens, out)
+            known.at = min(known.at, at)
+            continue
+        split = usage.get("cache_creation")
+        c1h = _int(split.get("ephemeral_1h_input_tokens")) if isinstance(split, dict) else 0
+        req = Request(
+            key=key,
+            first_line=lineno,
+            at=at,
+            model=msg.get("model") if isinstance(msg.get("model"), str) else None,
+            input_tokens=_int(usage.get("input_tokens")),
+            cache_read_tokens=_int(usage.get("cache_read_input_tokens")),
+            cache_creation_tokens=_int(usage.get("cache_creation_input_tokens")),
+            cache_creation_1h_tokens=c1h,
+            output_tokens=out,
+        )
+        cm = msg.get("context_management")
+        edits = cm.get("applied_edits") if isinstance(cm, dict) else None
+        if announced:
+            req.announced, req.announce_at = True, announce
+        elif isinstance(edits, list) and edits:
+            req.announced = True
+        announced, announce = False, None
+        groups[key] = req
+        order.append(key)
     return Stream([groups[k] for k in order], pending_announce=announced)
 
 

@@ -88,15 +88,29 @@ def check_session_file(path: Path) -> None:
         out["requests"],
         0.0,
     )
+    compare_other_streams(path, out, inline=not alone)
+
+
+def compare_other_streams(path: Path, out: dict[str, Any], *, inline: bool, now: float = 0) -> None:
+    """Subagent files and 1.0.x inline sidechains against the reference."""
+    sidechains = ref.read_inline_sidechains(path) if inline else {}
+    seen_inline: list[str] = []
     for s in out["streams"]:
         source = Path(s["source"])
         if not source.is_absolute():
             source = ROOT / source
-        if source.resolve() == path.resolve():
-            continue  # 1.0.x inline sidechains: how to split them is not in the spec
-        compare_stream(
-            s["id"], ref.read_stream(source, main_only=False), s["prompt_cache"], s["requests"], 0.0
-        )
+        if source.resolve() != path.resolve():
+            stream = ref.read_stream(source, main_only=False)
+        else:
+            # Inline sidechains: the spec does not say how to split them; the reference
+            # splits by parentUuid chain, and the two must agree on the split.
+            ids = [r["message_id"] for r in s["requests"]]
+            match = [u for u, c in sidechains.items() if [r.key[0] for r in c.requests] == ids]
+            assert len(match) == 1, f"{s['id']}: no reference sidechain has its requests"
+            seen_inline.append(match[0])
+            stream = sidechains[match[0]]
+        compare_stream(s["id"], stream, s["prompt_cache"], s["requests"], now)
+    assert sorted(seen_inline) == sorted(sidechains), "inline sidechain streams"
 
 
 def transcripts(folder: Path) -> list[Path]:
@@ -115,6 +129,14 @@ def test_bundled_transcript_matches_reference(path: Path) -> None:
 def test_corpus_transcripts_match_reference(corpus: Path) -> None:
     files = transcripts(corpus / "claude-code")
     assert files
+    # Subagent files whose session file is not in the corpus, analysed on their own.
+    orphans = [
+        p
+        for p in sorted((corpus / "claude-code").glob("*/*/subagents/agent-*.jsonl"))
+        if not p.parent.parent.with_suffix(".jsonl").exists()
+    ]
+    assert orphans
+    files += orphans
     for path in files:
         check_session_file(path)
 
@@ -333,7 +355,7 @@ def write_transcript(events: list[dict[str, Any]], path: Path) -> None:
             elif ev["sidechain"] == "replay":
                 # A /btw aside replaying this very line: same message.id and requestId.
                 replay = assistant_line(ev, k)
-                replay.update(isSidechain=True, uuid=f"replay-{ev['n']}-{k}")
+                replay["isSidechain"] = True
                 lines.append(replay)
         if ev["api_error_after"]:
             err = envelope("assistant", ev["at_ms"][-1], ev["n"] * 10 + 9)
@@ -356,6 +378,14 @@ def write_transcript(events: list[dict[str, Any]], path: Path) -> None:
                 }
             )
             lines.append(err)
+    # Chain the lines as Claude Code does: the main conversation and the (one) inline
+    # sidechain each follow their own parentUuid chain; a compact_boundary starts afresh.
+    last: dict[bool, str | None] = {False: None, True: None}
+    for i, line in enumerate(lines):
+        side = line["isSidechain"] is True
+        line["uuid"] = f"line-{i}"
+        line["parentUuid"] = None if line.get("subtype") == "compact_boundary" else last[side]
+        last[side] = line["uuid"]
     path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
 
 
@@ -377,6 +407,7 @@ def test_random_sessions_match_reference(
     now = stream.requests[-1].at + now_offset
     out = analyze(path, now)
     compare_stream("main", stream, out["prompt_cache"], out["requests"], now)
+    compare_other_streams(path, out, inline=True, now=now)
     assert out["totals"] == ref.read_totals([path])
     # Each injected error line is a <synthetic> isApiErrorMessage line: one API error.
     errors = sum(ev["kind"] == "request" and ev["api_error_after"] for ev in events)
