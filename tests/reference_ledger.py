@@ -242,7 +242,8 @@ def summarize(stream: Stream, now: float) -> dict[str, Any]:
     last_cached = last is not None and last.request.cached > 0
     expires = last.request.at + TTL_S[last.ttl] if last is not None and last_cached else None
     return {
-        "warm": expires is not None and now < expires,
+        # Spelled as in the spec: `now - last_activity < ttl` (last_activity: the last `at`).
+        "warm": last is not None and last_cached and now - last.request.at < TTL_S[last.ttl],
         "caching_observed": any(r.cached > 0 for r in reqs),
         "ttl": last.ttl if last is not None else None,
         "expires_at": expires,

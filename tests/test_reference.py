@@ -70,6 +70,7 @@ def compare_stream(
         assert_same(got["output_tokens"], want.request.output_tokens, f"{where} output_tokens")
         assert_same(got["outcome"], want.outcome, f"{where} outcome")
         assert_same(got["ttl"], want.ttl, f"{where} ttl")
+        assert_same(got["announced"] is not None, want.request.announced, f"{where} announced")
     summary = ref.summarize(stream, now)
     for key in (*SUMMARY_FIELDS, "warm"):
         assert_same(pc[key], summary[key], f"{label} prompt_cache.{key}")
