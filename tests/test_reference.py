@@ -491,13 +491,6 @@ def test_hand_worked_outcomes(case: str, tmp_path: Path) -> None:
     assert [r["outcome"] for r in got["requests"]] == outcomes, "cachediag"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "cachediag bug: message.context_management.applied_edits in a response does not "
-        "announce a rebuild (prompt-cache.md §2 rule 4); the request is counted as a miss"
-    ),
-)
 def test_applied_edits_announce_a_rebuild(tmp_path: Path) -> None:
     # r1 reads nothing: M = 50_000, W = 50_000 >= 2000 -> a rebuild. Its own response
     # carries context_management.applied_edits (the API cleared old tool results), so it
@@ -513,13 +506,6 @@ def test_applied_edits_announce_a_rebuild(tmp_path: Path) -> None:
     assert got["prompt_cache"]["expected_rebuilds"] == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "cachediag takes `at` from the group's first line in file order, not from its "
-        "earliest timestamp (the documented choice) when a response's copies are out of order"
-    ),
-)
 def test_at_is_the_earliest_copy(tmp_path: Path) -> None:
     # One response written as three lines stamped 5 s, 1 s and 3 s after T0: at = T0 + 1.
     first = {**req(0, 0, 0, 50_000), "at_ms": [5_000, 1_000, 3_000], "outputs": [1, 2, 3]}

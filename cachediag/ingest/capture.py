@@ -12,10 +12,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from cachediag.ingest.anthropic import applied_edits, parse_timestamp, server_reason, usage_record
 from cachediag.ingest.fingerprint import betas_from_headers, canonical_json, fingerprint_request
 from cachediag.ingest.lines import BadLine, JsonObject, iter_objects, parse_line
 from cachediag.ingest.threads import name_threads, split_threads
-from cachediag.ingest.transcript import _server_reason, parse_timestamp, usage_record
 from cachediag.model import MAIN_STREAM, LineIssue, RequestRecord, SessionLog, StreamKind
 
 FORMAT = "api-capture"
@@ -191,14 +191,6 @@ def _asked_1h(body: JsonObject) -> bool:
     return False
 
 
-def _applied_edits(message: JsonObject) -> int:
-    cm = message.get("context_management")
-    if not isinstance(cm, dict):
-        return 0
-    edits = cm.get("applied_edits")
-    return len(edits) if isinstance(edits, list) else 0
-
-
 def read_call(obj: JsonObject, line: int) -> CapturedCall:
     """One capture record -> a call; ``BadLine`` says why it cannot be used."""
     req = _first(obj, REQUEST_KEYS)
@@ -249,9 +241,9 @@ def read_call(obj: JsonObject, line: int) -> CapturedCall:
         line=line,
         model=model if isinstance(model, str) else None,
         message_id=msg_id if isinstance(msg_id, str) else None,
-        server_reason=_server_reason(message),
+        server_reason=server_reason(message),
         fingerprint=fingerprint,
-        applied_edits=_applied_edits(message),
+        applied_edits=applied_edits(message),
     )
     if record.ttl != "1h" and _asked_1h(body):
         record = dataclasses.replace(record, ttl="1h")

@@ -7,21 +7,24 @@ so the same code serves a whole-file analysis and the status line's incremental 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from datetime import datetime
-from typing import Any
 
+from cachediag.ingest.anthropic import (
+    applied_edits,
+    parse_timestamp,
+    server_reason,
+    token_count,
+    usage_record,
+)
 from cachediag.ingest.lines import BadLine, JsonObject
 from cachediag.model import (
     MAIN_STREAM,
     RebuildAnnounced,
     RebuildKind,
     RequestRecord,
-    ServerReason,
     SessionLog,
     StreamItem,
     StreamKind,
     StreamLog,
-    Ttl,
 )
 
 FORMAT = "claude-code"
@@ -47,76 +50,8 @@ def wanted_line_with_chains(raw: bytes) -> bool:
     return any(needle in raw for needle in WANTED_WITH_CHAINS)
 
 
-def parse_timestamp(value: Any) -> float:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        # Some producers write epoch milliseconds.
-        return float(value) / 1000.0 if value > 1e11 else float(value)
-    if not isinstance(value, str):
-        raise BadLine("missing or non-string timestamp")
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError as exc:
-        raise BadLine("timestamp is not ISO 8601") from exc
-
-
-def token_count(usage: JsonObject, key: str, default: int | None = 0) -> int | None:
-    value = usage.get(key)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise BadLine(f"usage.{key} is not a number")
-    if value < 0 or value != int(value):
-        raise BadLine(f"usage.{key} is not a non-negative integer")
-    return int(value)
-
-
 def agent_kind(agent_id: str) -> StreamKind:
     return StreamKind.COMPACTION if agent_id.startswith("acompact") else StreamKind.SUBAGENT
-
-
-def _server_reason(message: JsonObject) -> ServerReason | None:
-    if "diagnostics" not in message:
-        return None
-    diagnostics = message.get("diagnostics")
-    if diagnostics is None:
-        return ServerReason(type=None)
-    if not isinstance(diagnostics, dict):
-        return None
-    reason = diagnostics.get("cache_miss_reason")
-    if reason is None:
-        return ServerReason(type=None)
-    if not isinstance(reason, dict) or not isinstance(reason.get("type"), str):
-        return None
-    missed = reason.get("cache_missed_input_tokens")
-    return ServerReason(
-        type=reason["type"], missed_tokens=missed if isinstance(missed, int) else None
-    )
-
-
-def usage_record(
-    usage: JsonObject, at: float, *, stream: str, line: int | None = None, **extra: Any
-) -> RequestRecord:
-    """An Anthropic ``usage`` object -> a normalised record (shared by every Anthropic reader)."""
-    creation = token_count(usage, "cache_creation_input_tokens") or 0
-    split = usage.get("cache_creation")
-    c5m = c1h = None
-    if isinstance(split, dict):
-        c5m = token_count(split, "ephemeral_5m_input_tokens")
-        c1h = token_count(split, "ephemeral_1h_input_tokens")
-    ttl: Ttl = "1h" if (c1h or 0) > 0 else "5m"
-    return RequestRecord(
-        at=at,
-        input_tokens=token_count(usage, "input_tokens") or 0,
-        cache_read_tokens=token_count(usage, "cache_read_input_tokens") or 0,
-        cache_creation_tokens=creation,
-        output_tokens=token_count(usage, "output_tokens") or 0,
-        ttl=ttl,
-        cache_creation_5m_tokens=c5m,
-        cache_creation_1h_tokens=c1h,
-        stream=stream,
-        line=line,
-        **extra,
-    )
 
 
 @dataclass(slots=True)
@@ -176,7 +111,7 @@ class TranscriptReader:
         if known is not None:
             # A later copy of the same response (one line per content block, or a
             # sidechain replay of a parent message): only its output count can grow.
-            self._raise_output(known, token_count(usage, "output_tokens") or 0)
+            self._merge_copy(known, obj, token_count(usage, "output_tokens") or 0)
             self.note_line(obj)
             return None
         stream_id, kind = self._stream_key(obj)
@@ -189,7 +124,8 @@ class TranscriptReader:
             model=model if isinstance(model, str) else None,
             request_id=request_id,
             message_id=message_id,
-            server_reason=_server_reason(message),
+            server_reason=server_reason(message),
+            applied_edits=applied_edits(message),
         )
         # The stream exists only once a valid request (or event) of it was read.
         stream = self.session.stream(stream_id, kind, source=self.source)
@@ -197,14 +133,23 @@ class TranscriptReader:
         stream.items.append(record)
         return record
 
-    def _raise_output(self, known: tuple[str, int], output_tokens: int) -> None:
+    def _merge_copy(self, known: tuple[str, int], obj: JsonObject, output_tokens: int) -> None:
         stream_id, index = known
         stream = self.session.streams.get(stream_id)
         if stream is None or index >= len(stream.items):
             return  # The status line keeps only the keys, not the items.
         current = stream.items[index]
-        if isinstance(current, RequestRecord) and output_tokens > current.output_tokens:
-            stream.items[index] = replace(current, output_tokens=output_tokens)
+        if not isinstance(current, RequestRecord):
+            return
+        # The response started arriving at its earliest copy (copies are written in
+        # order in practice; a merged or re-sorted log may not be).
+        at = parse_timestamp(obj.get("timestamp"))
+        if output_tokens > current.output_tokens or at < current.at:
+            stream.items[index] = replace(
+                current,
+                output_tokens=max(output_tokens, current.output_tokens),
+                at=min(at, current.at),
+            )
 
     def _stream_of(self, obj: JsonObject) -> StreamLog:
         stream_id, kind = self._stream_key(obj)

@@ -12,14 +12,15 @@ import dataclasses
 import json
 from collections.abc import Iterable, Iterator
 
-from cachediag.ingest.capture import parse_sse
-from cachediag.ingest.lines import BadLine, JsonObject, iter_objects, parse_line
-from cachediag.ingest.transcript import (
-    _server_reason,
+from cachediag.ingest.anthropic import (
+    applied_edits,
     parse_timestamp,
+    server_reason,
     token_count,
     usage_record,
 )
+from cachediag.ingest.capture import parse_sse
+from cachediag.ingest.lines import BadLine, JsonObject, iter_objects, parse_line
 from cachediag.model import MAIN_STREAM, LineIssue, RequestRecord, SessionLog, StreamKind
 
 FORMAT = "api-usage"
@@ -145,8 +146,6 @@ def message_record(obj: JsonObject, at: float, line: int) -> RequestRecord:
     if _openai_usage(usage):
         return openai_record(usage, at, line, model)
     msg_id = message.get("id")
-    cm = message.get("context_management")
-    edits = cm.get("applied_edits") if isinstance(cm, dict) else None
     return usage_record(
         usage,
         at,
@@ -154,8 +153,8 @@ def message_record(obj: JsonObject, at: float, line: int) -> RequestRecord:
         line=line,
         model=model,
         message_id=msg_id if isinstance(msg_id, str) else None,
-        server_reason=_server_reason(message),
-        applied_edits=len(edits) if isinstance(edits, list) else 0,
+        server_reason=server_reason(message),
+        applied_edits=applied_edits(message),
     )
 
 

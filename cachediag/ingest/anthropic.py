@@ -1,0 +1,85 @@
+"""What every Anthropic-format reader shares: usage, timestamps, server-reported reasons."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from cachediag.ingest.lines import BadLine, JsonObject
+from cachediag.model import RequestRecord, ServerReason, Ttl
+
+
+def parse_timestamp(value: Any) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        # Some producers write epoch milliseconds.
+        return float(value) / 1000.0 if value > 1e11 else float(value)
+    if not isinstance(value, str):
+        raise BadLine("missing or non-string timestamp")
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError as exc:
+        raise BadLine("timestamp is not ISO 8601") from exc
+
+
+def token_count(usage: JsonObject, key: str, default: int | None = 0) -> int | None:
+    value = usage.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise BadLine(f"usage.{key} is not a number")
+    if value < 0 or value != int(value):
+        raise BadLine(f"usage.{key} is not a non-negative integer")
+    return int(value)
+
+
+def server_reason(message: JsonObject) -> ServerReason | None:
+    if "diagnostics" not in message:
+        return None
+    diagnostics = message.get("diagnostics")
+    if diagnostics is None:
+        return ServerReason(type=None)
+    if not isinstance(diagnostics, dict):
+        return None
+    reason = diagnostics.get("cache_miss_reason")
+    if reason is None:
+        return ServerReason(type=None)
+    if not isinstance(reason, dict) or not isinstance(reason.get("type"), str):
+        return None
+    missed = reason.get("cache_missed_input_tokens")
+    return ServerReason(
+        type=reason["type"], missed_tokens=missed if isinstance(missed, int) else None
+    )
+
+
+def usage_record(
+    usage: JsonObject, at: float, *, stream: str, line: int | None = None, **extra: Any
+) -> RequestRecord:
+    """An Anthropic ``usage`` object -> a normalised record (shared by every Anthropic reader)."""
+    creation = token_count(usage, "cache_creation_input_tokens") or 0
+    split = usage.get("cache_creation")
+    c5m = c1h = None
+    if isinstance(split, dict):
+        c5m = token_count(split, "ephemeral_5m_input_tokens")
+        c1h = token_count(split, "ephemeral_1h_input_tokens")
+    ttl: Ttl = "1h" if (c1h or 0) > 0 else "5m"
+    return RequestRecord(
+        at=at,
+        input_tokens=token_count(usage, "input_tokens") or 0,
+        cache_read_tokens=token_count(usage, "cache_read_input_tokens") or 0,
+        cache_creation_tokens=creation,
+        output_tokens=token_count(usage, "output_tokens") or 0,
+        ttl=ttl,
+        cache_creation_5m_tokens=c5m,
+        cache_creation_1h_tokens=c1h,
+        stream=stream,
+        line=line,
+        **extra,
+    )
+
+
+def applied_edits(message: JsonObject) -> int:
+    """Entries of the response's ``context_management.applied_edits``: the API cleared old
+    content itself, so the next rebuild of the prompt was announced, not a miss."""
+    cm = message.get("context_management")
+    edits = cm.get("applied_edits") if isinstance(cm, dict) else None
+    return len(edits) if isinstance(edits, list) else 0
