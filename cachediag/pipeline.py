@@ -7,6 +7,7 @@ import stat
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import IO
 
@@ -14,7 +15,8 @@ from cachediag.analysis.session import SessionAnalysis, analyze_session
 from cachediag.errors import CachediagError, InputError
 from cachediag.ingest.discover import SessionSource, claude_projects_dirs, discover
 from cachediag.ingest.reader import read_session, read_stdin
-from cachediag.model import LineIssue, SessionLog
+from cachediag.model import LineIssue
+from cachediag.parallel import map_ordered, workers_for
 
 
 def stdin_is_piped(stream: IO[bytes] | None = None) -> bool:
@@ -38,6 +40,23 @@ def default_paths() -> list[Path]:
     return found
 
 
+Outcome = tuple[SessionAnalysis | None, list[LineIssue], str | None]
+"""One source read: its analysis (or ``None``), notes of a passed-over file, an error."""
+
+
+def analyze_source(src: SessionSource, now: float) -> Outcome:
+    """Read and analyse one session (in a worker process when there are many)."""
+    try:
+        log = read_session(src)
+    except CachediagError as exc:
+        return None, [], str(exc)
+    if log.main_unreadable and not any(s.items for s in log.streams.values()):
+        # A stray JSONL file in a scanned folder (e.g. history.jsonl): not a session;
+        # its note still reaches stderr.
+        return None, log.issues, None
+    return analyze_session(log, now), [], None
+
+
 @dataclass(slots=True)
 class Run:
     """What one run read: its sessions as they are analysed, and errors kept for the end."""
@@ -47,29 +66,24 @@ class Run:
     """Notes of files that were passed over as not being sessions."""
     on_progress: Callable[[int, int], None] | None = None
     """Called with (sessions read, sessions found) after each session file."""
+    jobs: int | None = None
+    """Worker processes; ``None``: one per core when there are many sessions."""
 
     def sessions(
         self, paths: list[Path], stdin: IO[bytes] | None, now: float
     ) -> Iterator[SessionAnalysis]:
-        for log in self._logs(paths, stdin):
-            yield analyze_session(log, now)
-
-    def _logs(self, paths: list[Path], stdin: IO[bytes] | None) -> Iterator[SessionLog]:
         file_paths = [p for p in paths if str(p) != "-"]
         if stdin is not None and len(file_paths) != len(paths):
-            yield from read_stdin(stdin)
-        sources: list[SessionSource] = discover(file_paths) if file_paths else []
-        for done, src in enumerate(sources, start=1):
+            for log in read_stdin(stdin):
+                yield analyze_session(log, now)
+        sources = discover(file_paths) if file_paths else []
+        jobs = workers_for(sources, self.jobs)
+        results = map_ordered(partial(analyze_source, now=now), sources, jobs)
+        for done, (analysis, skipped, error) in enumerate(results, start=1):
             if self.on_progress is not None:
                 self.on_progress(done, len(sources))
-            try:
-                log = read_session(src)
-            except CachediagError as exc:
-                self.errors.append(str(exc))
-                continue
-            if log.main_unreadable and not any(s.items for s in log.streams.values()):
-                # A stray JSONL file in a scanned folder (e.g. history.jsonl): not a
-                # session; its note still reaches stderr.
-                self.skipped.extend(log.issues)
-                continue
-            yield log
+            if error is not None:
+                self.errors.append(error)
+            self.skipped.extend(skipped)
+            if analysis is not None:
+                yield analysis

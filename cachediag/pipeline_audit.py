@@ -6,10 +6,9 @@ each sends back a ``SessionAudit``, a few small dicts, never its requests.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from cachediag.analysis.audit import Audit, SessionAudit, audit_session
@@ -18,10 +17,9 @@ from cachediag.errors import CachediagError
 from cachediag.ingest.discover import SessionSource, discover
 from cachediag.ingest.reader import read_session
 from cachediag.model import LineIssue
+from cachediag.parallel import map_ordered, workers_for
 from cachediag.pricing import price_function
 
-PARALLEL_MIN_SESSIONS = 8
-"""Below this, starting worker processes costs more than it saves."""
 MAX_LISTED_ISSUES = 5
 
 
@@ -61,11 +59,6 @@ def audit_source(
     return result, log.issues[:MAX_LISTED_ISSUES], None
 
 
-def workers_for(count: int) -> int:
-    cores = os.cpu_count() or 1
-    return 1 if count < PARALLEL_MIN_SESSIONS or cores < 2 else min(cores, count)
-
-
 def run_audit(
     paths: list[Path],
     options: AuditOptions,
@@ -80,7 +73,7 @@ def run_audit(
     run = AuditRun(Audit(top=options.top), pricing_source(options.pricing_file))
     if on_start is not None:
         on_start(len(sources))
-    jobs = workers_for(len(sources)) if workers is None else workers
+    jobs = workers_for(sources, workers)
 
     def collect(result: tuple[SessionAudit | None, list[LineIssue], str | None]) -> None:
         session, issues, error = result
@@ -93,14 +86,7 @@ def run_audit(
         if on_done is not None:
             on_done()
 
-    if jobs <= 1:
-        for src in sources:
-            collect(audit_source(src, options))
-    else:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = [pool.submit(audit_source, src, options) for src in sources]
-            for future in as_completed(futures):
-                collect(future.result())
-    # Workers finish in any order; sort so that output does not depend on scheduling.
+    for result in map_ordered(partial(audit_source, options=options), sources, jobs):
+        collect(result)
     run.audit.sessions.sort(key=lambda s: (s.first_at or 0.0, s.session_id))
     return run

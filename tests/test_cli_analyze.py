@@ -151,3 +151,9 @@ def test_claude_code_statusline_script_works_unchanged() -> None:
         ["bash", "-c", script], input=data, capture_output=True, text=True, check=False
     ).stdout
     assert out == "cache 96% | last miss: messages_rewritten"
+
+
+def test_worker_processes_give_the_same_output() -> None:
+    one = invoke("analyze", "--json", "--now", "0", "--jobs", "1", str(REAL))
+    two = invoke("analyze", "--json", "--now", "0", "--jobs", "2", str(REAL))
+    assert one == two and len(one.splitlines()) >= 5

@@ -38,6 +38,12 @@ from cachediag.model import LineIssue
     metavar="FILTER",
     help="Apply a jq program to each JSON object (implies --json); strings print raw.",
 )
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Worker processes (default: one per core for inputs over 256 MB, else 1).",
+)
 def analyze(
     paths: tuple[Path, ...],
     as_json: bool,
@@ -45,6 +51,7 @@ def analyze(
     now: float | None,
     jq_filter: str | None,
     pricing_file: Path | None = None,
+    jobs: int | None = None,
 ) -> None:
     """Analyse Claude Code transcripts and API request logs: hits, misses and their causes.
 
@@ -66,7 +73,7 @@ def analyze(
     stdin = sys.stdin.buffer if (not paths and stdin_is_piped()) or "-" in map(str, paths) else None
     path_list = list(paths) if paths else ([Path("-")] if stdin is not None else default_paths())
     clock = time.time() if now is None else now
-    run = Run()
+    run = Run(jobs=jobs)
     progress = stderr_progress("reading sessions")
     run.on_progress = progress.update if progress else None
     issues: list[LineIssue] = []
