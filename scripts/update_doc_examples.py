@@ -6,36 +6,16 @@ deliberate change, run this and review the diff: python scripts/update_doc_examp
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.test_docs import run_example  # noqa: E402  (one runner for docs and tests)
+
 BLOCK = re.compile(r"(```console\n)(.*?)(```)", re.S)
-
-
-def run(command: str) -> str:
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "COLUMNS": "100",
-        "NO_COLOR": "1",
-        "CACHEDIAG_PYTHON": sys.executable,
-    }
-    prelude = 'cachediag() { "$CACHEDIAG_PYTHON" -m cachediag "$@"; }\n'
-    result = subprocess.run(
-        ["bash", "-c", prelude + command],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    out = result.stdout + result.stderr
-    return "\n".join(line.rstrip() for line in out.strip("\n").splitlines())
 
 
 def refresh(block: str) -> str:
@@ -43,7 +23,7 @@ def refresh(block: str) -> str:
     for line in block.splitlines():
         if line.startswith("$ "):
             lines.append(line)
-            output = run(line[2:])
+            output = run_example(line[2:])
             if output:
                 lines.append(output)
     return "\n".join(lines) + "\n"

@@ -10,7 +10,13 @@ from typing import Any
 
 import click
 
-from cachediag.cli.common import CachediagError, emit_json, report_issues, stderr_progress
+from cachediag.cli.common import (
+    CachediagError,
+    emit_json,
+    pricing_option,
+    report_issues,
+    stderr_progress,
+)
 from cachediag.model import LineIssue
 
 
@@ -26,12 +32,7 @@ from cachediag.model import LineIssue
     metavar="EPOCH",
     help="Pin the clock (Unix seconds) for 'warm' and 'expires_at'; default: now.",
 )
-@click.option(
-    "--pricing",
-    "pricing_file",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="Price file: LiteLLM's JSON or cachediag's own (docs/audit.md).",
-)
+@pricing_option
 @click.option(
     "--jq",
     "jq_filter",

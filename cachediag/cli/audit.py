@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from cachediag.cli.common import CachediagError, report_issues
+from cachediag.cli.common import CachediagError, pricing_option, report_issues
 
 BY_CHOICES = ["session", "project", "day", "model", "cause", "stream-kind"]
 
@@ -69,12 +69,7 @@ def _progress(enabled: bool) -> Iterator[tuple[Any, Any]]:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (see --schema).")
 @click.option("--csv", "as_csv", is_flag=True, help="CSV: a header row, then one row per group.")
 @click.option("--schema", is_flag=True, help="Print the JSON Schema of --json output and exit.")
-@click.option(
-    "--pricing",
-    "pricing_file",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="Price file: LiteLLM's JSON or cachediag's own (docs/audit.md).",
-)
+@pricing_option
 @click.option(
     "--progress/--no-progress",
     default=None,

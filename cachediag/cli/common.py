@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -11,9 +12,16 @@ import click
 from cachediag.errors import CachediagError
 from cachediag.model import LineIssue
 
-__all__ = ["CachediagError", "emit_json", "report_issues"]
+__all__ = ["CachediagError", "emit_json", "pricing_option", "report_issues"]
 
 MAX_LISTED_ISSUES = 5
+
+pricing_option = click.option(
+    "--pricing",
+    "pricing_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Price file: LiteLLM's JSON or cachediag's own (docs/audit.md).",
+)
 
 
 def emit_json(objects: Iterable[Any], jq_filter: str | None) -> None:

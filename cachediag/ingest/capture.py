@@ -67,7 +67,8 @@ def _as_object(value: Any, what: str) -> JsonObject:
     return value
 
 
-def _time(*holders: Any, keys: tuple[str, ...] = _TIME_KEYS) -> float | None:
+def first_time(*holders: Any, keys: tuple[str, ...] = _TIME_KEYS) -> float | None:
+    """The first readable time among ``keys`` of the first holder that has one."""
     for holder in holders:
         if not isinstance(holder, dict):
             continue
@@ -208,10 +209,10 @@ def read_call(obj: JsonObject, line: int) -> CapturedCall:
     if not isinstance(usage, dict):
         raise BadLine("response has no usage")
     resp = _first(obj, RESPONSE_KEYS)
-    started = _time(envelope, obj, keys=_SENT_KEYS)
-    answered = _time(resp if isinstance(resp, dict) else None)
+    started = first_time(envelope, obj, keys=_SENT_KEYS)
+    answered = first_time(resp if isinstance(resp, dict) else None)
     if answered is None:
-        answered = _time(obj, keys=_ANSWERED_KEYS)
+        answered = first_time(obj, keys=_ANSWERED_KEYS)
     if answered is None:
         answered = started
     if started is None:

@@ -14,12 +14,11 @@ from collections.abc import Iterable, Iterator
 
 from cachediag.ingest.anthropic import (
     applied_edits,
-    parse_timestamp,
     server_reason,
     token_count,
     usage_record,
 )
-from cachediag.ingest.capture import parse_sse
+from cachediag.ingest.capture import first_time, parse_sse
 from cachediag.ingest.lines import BadLine, JsonObject, iter_objects, parse_line
 from cachediag.model import MAIN_STREAM, LineIssue, RequestRecord, SessionLog, StreamKind
 
@@ -55,17 +54,6 @@ def looks_like_usage(obj: JsonObject) -> bool:
 
 def looks_like_sse_text(raw: bytes) -> bool:
     return raw.startswith((b"event:", b"data:"))
-
-
-def _time(obj: JsonObject) -> float | None:
-    for key in _TIME_KEYS:
-        value = obj.get(key)
-        if value is not None:
-            try:
-                return parse_timestamp(value)
-            except BadLine:
-                continue
-    return None
 
 
 def openai_record(usage: JsonObject, at: float, line: int, model: str | None) -> RequestRecord:
@@ -176,14 +164,14 @@ def _events_as_messages(
     for number, obj in objects:
         kind = obj.get("type")
         if kind not in _SSE_EVENTS:
-            yield number, obj, _time(obj)
+            yield number, obj, first_time(obj)
             continue
         if kind == "message_start":
             if pending:
                 issues.append(
                     LineIssue(source, start_line, "event stream truncated (no message_stop)")
                 )
-            pending, start_line, start_at = [], number, _time(obj)
+            pending, start_line, start_at = [], number, first_time(obj)
         if not pending and kind != "message_start":
             if start_line == 0:
                 issues.append(LineIssue(source, number, "event without message_start"))
@@ -192,7 +180,7 @@ def _events_as_messages(
         if kind == "message_stop":
             message, _ = parse_sse("\n".join(pending))
             pending, start_line = [], 0
-            yield number, message, start_at if start_at is not None else _time(obj)
+            yield number, message, start_at if start_at is not None else first_time(obj)
     if pending:
         issues.append(LineIssue(source, start_line, "event stream truncated (no message_stop)"))
 
