@@ -17,6 +17,7 @@ from rich.text import Text
 
 from cachediag.analysis.audit import Audit, GroupBy, MissRow, Totals
 from cachediag.analysis.whatif import Policy, WhatIf
+from cachediag.report.tables import format_duration
 
 SCHEMA_VERSION = 1
 
@@ -241,7 +242,7 @@ def _misses_table(report: AuditReport) -> Table | None:
     for name in ("cost", "time (UTC)", "session", "stream", "gap", "re-processed", "cause"):
         table.add_column(name, justify="right" if name in ("cost", "re-processed") else "left")
     for m in report.top_misses:
-        gap = "-" if m.gap_s is None else f"{m.gap_s / 60:.1f}m"
+        gap = format_duration(m.gap_s)
         table.add_row(
             _usd(m.cost_usd),
             _time(m.at),
