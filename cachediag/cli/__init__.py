@@ -36,8 +36,10 @@ def main() -> None:
 
 def _register() -> None:
     from cachediag.cli.analyze import analyze
+    from cachediag.cli.statusline import statusline
 
     main.add_command(analyze)
+    main.add_command(statusline)
 
 
 _register()

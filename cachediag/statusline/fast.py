@@ -1,0 +1,252 @@
+"""``cachediag statusline``: stdin JSON in, one line (or ``--json``) out, always exit 0.
+
+The warm path (no file changed since the last run) imports only ``json``, ``os`` and
+this package's stdlib-only modules; ``track`` (reader, ledger) is loaded when bytes were
+appended. Any failure prints a short fallback and logs the details under the cache dir:
+a status line that errors or prints nothing is blanked by Claude Code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import IO, Any
+
+from cachediag.statusline import render, state
+
+USAGE = (
+    "usage: cachediag statusline [--json] [--format TEMPLATE] [--color|--no-color] [--now EPOCH]"
+)
+MAX_LOG_BYTES = 256 * 1024
+
+
+class Options:
+    __slots__ = ("as_json", "color", "fmt", "now")
+
+    def __init__(self) -> None:
+        self.as_json = False
+        self.fmt = render.DEFAULT_FORMAT
+        self.color: bool | None = None
+        self.now: float | None = None
+
+
+def parse_args(args: list[str]) -> Options:
+    opts = Options()
+    it = iter(args)
+    for arg in it:
+        name, eq, value = arg.partition("=")
+        if name in ("--format", "--now") and not eq:
+            following = next(it, None)
+            if following is None:
+                raise ValueError(f"{name} needs a value")
+            value = following
+        if name == "--json" and not eq:
+            opts.as_json = True
+        elif name in ("--color", "--no-color") and not eq:
+            opts.color = name == "--color"
+        elif name == "--format":
+            render.parse_format(value)  # a bad template is reported, not half-rendered
+            opts.fmt = value
+        elif name == "--now":
+            opts.now = float(value)
+        else:
+            raise ValueError(f"unknown argument {name!r}; {USAGE}")
+    return opts
+
+
+def use_color(opts: Options) -> bool:
+    if opts.color is not None:
+        return opts.color
+    # Claude Code reads the line through a pipe and renders ANSI colours, so a tty test
+    # would always say no; NO_COLOR (https://no-color.org) and TERM=dumb opt out.
+    return not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+
+
+def log_failure(message: str) -> None:
+    """Append to ``<cache dir>/statusline.log``; never raises, never logs stdin content."""
+    try:
+        folder = state.cache_dir()
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        path = os.path.join(folder, "statusline.log")
+        try:
+            if os.path.getsize(path) > MAX_LOG_BYTES:
+                os.replace(path, path + ".1")
+        except OSError:
+            pass
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        with os.fdopen(fd, "a", encoding="utf-8", errors="replace") as fp:
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            fp.write(f"{stamp} pid={os.getpid()} {message}\n")
+    except Exception:  # the log is best effort; the line must still print
+        pass
+
+
+def _describe(exc: BaseException) -> str:
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = " <- ".join(f"{os.path.basename(f.filename)}:{f.lineno}" for f in reversed(frames))
+    # The exception's class and where it happened; its message only when it is ours.
+    text = str(exc)[:200] if isinstance(exc, ValueError | OSError) else ""
+    return f"{type(exc).__name__}: {text} at {where}"
+
+
+def session_state(transcript: str, now: float, root: str | None = None) -> state.State:
+    """The session's state, brought up to date with the transcript and its agents."""
+    path = state.state_path(transcript, root)
+    files = [transcript, *state.agent_files(transcript)]
+    header, rest = state.load_header(path)
+    if (
+        header is not None
+        and header.get("transcript") == transcript
+        and state.unchanged(header, files)
+    ):
+        return header
+    from cachediag.statusline.track import refresh
+
+    with state.writer_lock(path) as may_write:
+        if may_write:
+            header, rest = state.load_header(path)  # a sibling may have saved meanwhile
+        header, readers = refresh(transcript, files[1:], header, rest, now)
+        if may_write:
+            try:
+                state.save(path, header, readers)
+            except OSError as exc:
+                log_failure(f"state not saved: {_describe(exc)}")
+    return header
+
+
+def _subagents(streams: list[dict[str, Any]], now: float) -> dict[str, Any] | None:
+    agents = [s for s in streams if s.get("kind") in ("subagent", "sidechain")]
+    if not agents:
+        return None
+    read = total = requests = misses = warm = 0
+    cost: float | None = 0.0
+    for s in agents:
+        ledger, pc = s["ledger"], s["prompt_cache"]
+        read += ledger["read_tokens"]
+        total += ledger["read_tokens"] + ledger["creation_tokens"] + ledger["input_tokens"]
+        requests += pc["requests"]
+        misses += pc["misses"]
+        warm += bool(pc["warm"])
+        if cost is not None and pc["misses"]:
+            cost = None if s["miss_cost_usd"] is None else cost + s["miss_cost_usd"]
+    return {
+        "streams": len(agents),
+        "requests": requests,
+        "misses": misses,
+        "hit_ratio": read / total if total else None,
+        "warm": warm,
+        "miss_cost_usd": cost,
+    }
+
+
+def build_view(payload: Any, now: float, root: str | None = None) -> dict[str, Any]:
+    """Everything the line and the JSON show, as plain values."""
+    obj = payload if isinstance(payload, dict) else {}
+    view: dict[str, Any] = {"now": now, "source": "none", "prompt_cache": None}
+    transcript = obj.get("transcript_path")
+    streams: list[dict[str, Any]] = []
+    main: dict[str, Any] | None = None
+    if isinstance(transcript, str) and transcript and "\x00" not in transcript:
+        transcript = os.path.abspath(os.path.expanduser(transcript))
+        if os.path.isfile(transcript):
+            header = session_state(transcript, now, root)
+            for sid, s in header["streams"].items():
+                pc = dict(s["prompt_cache"])
+                # The one clock-dependent field (prompt-cache.md §3), against this run's now.
+                pc["warm"] = pc["expires_at"] is not None and now < pc["expires_at"]
+                entry = {**s, "id": sid, "prompt_cache": pc}
+                if sid == "main":
+                    main = entry
+                else:
+                    streams.append(entry)
+            streams.sort(key=lambda s: (s["first_at"] is None, s["first_at"] or 0.0, s["id"]))
+            view["transcript"] = "read"
+        else:
+            view["transcript"] = "missing"
+    sent = obj.get("prompt_cache")
+    if isinstance(sent, dict):
+        view["prompt_cache"], view["source"] = sent, "claude-code"
+    elif main is not None:
+        view["prompt_cache"], view["source"] = main["prompt_cache"], "transcript"
+    if main is not None:
+        mine = main["prompt_cache"]["misses"]
+        # Claude Code's count may differ from ours; a cost must price the misses shown.
+        if view["source"] == "transcript" or render.count(sent, "misses") == mine:
+            view["miss_cost_usd"] = main["miss_cost_usd"]
+        view["unpriced_models"] = main["unpriced_models"]
+    view["streams"] = streams
+    view["subagents"] = _subagents(streams, now)
+    return view
+
+
+def json_object(payload: Any, view: dict[str, Any]) -> dict[str, Any]:
+    out = dict(payload) if isinstance(payload, dict) else {}
+    if view["source"] == "transcript":
+        out["prompt_cache"] = view["prompt_cache"]
+    elif view["source"] == "none":
+        out.setdefault("prompt_cache", None)
+    expires = render.number(view["prompt_cache"], "expires_at")
+    out["cachediag"] = {
+        "version": 1,
+        "source": view["source"],
+        "transcript": view.get("transcript"),
+        "miss_cost_usd": view.get("miss_cost_usd"),
+        "unpriced_models": view.get("unpriced_models", []),
+        "seconds_to_expiry": None if expires is None else max(0.0, expires - view["now"]),
+        "subagents": view["subagents"],
+        "streams": [
+            {
+                "id": s["id"],
+                "kind": s["kind"],
+                "prompt_cache": s["prompt_cache"],
+                "miss_cost_usd": s["miss_cost_usd"],
+            }
+            for s in view["streams"]
+        ],
+    }
+    return out
+
+
+def _fallback(as_json: bool, error: str) -> str:
+    if as_json:
+        return json.dumps({"prompt_cache": None, "cachediag": {"version": 1, "error": error}})
+    return render.FALLBACK
+
+
+def run(args: list[str], stdin: IO[bytes] | None = None, stdout: IO[str] | None = None) -> int:
+    """The whole status line; returns the exit status, which is always 0."""
+    out = stdout or sys.stdout
+    as_json = "--json" in args
+    try:
+        opts = parse_args(args)
+        raw = (stdin or sys.stdin.buffer).read()
+        try:
+            payload = json.loads(raw) if raw.strip() else {}
+        except (ValueError, RecursionError) as exc:
+            log_failure(f"stdin is not JSON ({type(exc).__name__})")
+            payload = None
+        now = time.time() if opts.now is None else opts.now
+        view = build_view(payload, now)
+        if payload is not None and not isinstance(payload, dict):
+            log_failure(f"stdin is a JSON {type(payload).__name__}, not an object")
+        if opts.as_json:
+            text = json.dumps(json_object(payload, view), allow_nan=False)
+        else:
+            text = render.render_line(view, opts.fmt, use_color(opts))
+    except Exception as exc:
+        log_failure(_describe(exc))
+        text = _fallback(as_json, "failed; see statusline.log in the cache dir")
+    try:
+        out.write(text + "\n")
+        out.flush()
+    except (OSError, ValueError):
+        pass  # Claude Code cancelled us and closed the pipe
+    return 0
+
+
+def main() -> None:
+    sys.exit(run(sys.argv[2:] if sys.argv[1:2] == ["statusline"] else sys.argv[1:]))

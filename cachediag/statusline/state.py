@@ -1,0 +1,158 @@
+"""The private state file: per transcript, where reading stopped and the ledgers so far.
+
+One file per main transcript under ``$XDG_CACHE_HOME/cachediag/statusline/`` (mode 0600,
+folder 0700). Line 1 is the header the warm path needs (file positions, per-stream
+summaries, saved prices); line 2 holds the readers' deduplication keys, parsed only when
+new bytes must be read. No prompt text is ever stored: ids, counts, times and model names.
+
+Writes go to a temporary file and ``os.replace``, so a reader always sees a whole state.
+An exclusive ``flock`` on a side lock file elects one writer per transcript; a run that
+cannot take it computes from the last whole state and leaves it unwritten.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+STATE_VERSION = 1
+"""Bump when the layout or the accounting changes: older states are then recomputed."""
+
+State = dict[str, Any]
+
+
+def cache_dir() -> str:
+    base = os.environ.get("XDG_CACHE_HOME", "").strip()
+    if not base or not os.path.isabs(base):
+        base = os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "cachediag")
+
+
+def state_path(transcript: str, root: str | None = None) -> str:
+    key = hashlib.sha256(os.path.abspath(transcript).encode("utf-8", "surrogateescape"))
+    return os.path.join(root or cache_dir(), "statusline", key.hexdigest()[:24] + ".json")
+
+
+def load_header(path: str) -> tuple[State | None, bytes]:
+    """The header (or ``None`` when absent, corrupt or from another version) and the raw
+    rest of the file, which ``load_readers`` parses only when it is needed."""
+    try:
+        with open(path, "rb") as fp:
+            data = fp.read()
+    except OSError:
+        return None, b""
+    head, _, rest = data.partition(b"\n")
+    try:
+        header = json.loads(head)
+    except (ValueError, RecursionError):
+        return None, b""
+    if not isinstance(header, dict) or header.get("version") != STATE_VERSION:
+        return None, b""
+    return header, rest
+
+
+def load_readers(rest: bytes) -> dict[str, Any]:
+    try:
+        readers = json.loads(rest) if rest.strip() else {}
+    except (ValueError, RecursionError):
+        return {}
+    return readers if isinstance(readers, dict) else {}
+
+
+def save(path: str, header: State, readers: dict[str, Any]) -> None:
+    """Write both parts atomically; the file is private to the user from its creation."""
+    folder = os.path.dirname(path)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    header = {**header, "version": STATE_VERSION}
+    body = (
+        json.dumps(header, separators=(",", ":")).encode()
+        + b"\n"
+        + json.dumps(readers, separators=(",", ":")).encode()
+        + b"\n"
+    )
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as fp:
+            fp.write(body)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def writer_lock(path: str) -> Iterator[bool]:
+    """Yield True when this run may write the state, False when another run holds it.
+
+    Never blocks: a status line that waited for a slower sibling would be cancelled by
+    Claude Code's next update anyway.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - no flock (Windows): never write concurrently
+        yield False
+        return
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        yield False
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def file_signature(path: str) -> dict[str, int] | None:
+    """What tells a file unchanged since the last run, or ``None`` when it is gone."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return {"ino": st.st_ino, "dev": st.st_dev, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def agent_files(transcript: str) -> list[str]:
+    """A session's subagent transcripts: ``<session>/subagents/**/*.jsonl``, sorted."""
+    root = os.path.join(os.path.splitext(transcript)[0], "subagents")
+    found: list[str] = []
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(entry.path)
+            elif entry.name.endswith(".jsonl") and entry.is_file():
+                found.append(entry.path)
+    return sorted(found)
+
+
+def unchanged(header: State, files: list[str]) -> bool:
+    """True when every file is exactly as the state last saw it (the warm path)."""
+    saved = header.get("files")
+    if not isinstance(saved, dict) or set(saved) != set(files):
+        return False
+    for path in files:
+        entry = saved[path]
+        sig = file_signature(path)
+        if sig is None or not isinstance(entry, dict):
+            return False
+        if any(entry.get(k) != v for k, v in sig.items()):
+            return False
+    return True
