@@ -12,9 +12,12 @@ import json
 import os
 import sys
 import time
-from typing import IO, Any
 
 from cachediag.statusline import render, state
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs milliseconds at run time; the warm path avoids it
+    from typing import IO, Any
 
 USAGE = (
     "usage: cachediag statusline [--json] [--format TEMPLATE] [--color|--no-color] [--now EPOCH]"
@@ -93,7 +96,7 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text} at {where}"
 
 
-def session_state(transcript: str, now: float, root: str | None = None) -> state.State:
+def session_state(transcript: str, now: float, root: str | None = None) -> dict[str, Any]:
     """The session's state, brought up to date with the transcript and its agents."""
     path = state.state_path(transcript, root)
     files = [transcript, *state.agent_files(transcript)]
@@ -106,7 +109,7 @@ def session_state(transcript: str, now: float, root: str | None = None) -> state
         return header
     from cachediag.statusline.track import refresh
 
-    with state.writer_lock(path) as may_write:
+    with state.WriterLock(path) as may_write:
         if may_write:
             header, rest = state.load_header(path)  # a sibling may have saved meanwhile
         header, readers = refresh(transcript, files[1:], header, rest, now)

@@ -7,13 +7,16 @@ through a type guard: a missing, null or wrongly typed field renders as absent.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs milliseconds at run time; the warm path avoids it
+    from collections.abc import Callable
+    from typing import Any, TypeAlias
+
+    View: TypeAlias = dict[str, Any]
 
 DEFAULT_FORMAT = "{hit} · {warm} · {misses} · {last} · {agents}"
 FALLBACK = "cache ?"
-
-View = dict[str, Any]
 
 NONE = "\u2013"
 """Shown for a ratio that is undefined (no tokens yet): an en dash."""

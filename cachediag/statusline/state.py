@@ -12,17 +12,19 @@ cannot take it computes from the last whole state and leaves it unwritten.
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
 import os
-from collections.abc import Iterator
-from typing import Any
+import zlib
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs milliseconds at run time; the warm path avoids it
+    from types import TracebackType
+    from typing import Any, TypeAlias
+
+    State: TypeAlias = dict[str, Any]
 
 STATE_VERSION = 1
 """Bump when the layout or the accounting changes: older states are then recomputed."""
-
-State = dict[str, Any]
 
 
 def cache_dir() -> str:
@@ -33,11 +35,17 @@ def cache_dir() -> str:
 
 
 def state_path(transcript: str, root: str | None = None) -> str:
-    key = hashlib.sha256(os.path.abspath(transcript).encode("utf-8", "surrogateescape"))
-    return os.path.join(root or cache_dir(), "statusline", key.hexdigest()[:24] + ".json")
+    """``<session stem>-<two checksums of the full path>.json``: readable, and distinct for
+    two sessions of the same id in different folders. (zlib, not hashlib: OpenSSL takes
+    longer to load than the rest of the warm path; the header's ``transcript`` field
+    guards against a collision anyway.)"""
+    full = os.path.abspath(transcript).encode("utf-8", "surrogateescape")
+    stem = "".join(c if c.isalnum() or c in "-_" else "_" for c in os.path.basename(transcript))
+    key = f"{stem[:80]}-{zlib.crc32(full):08x}{zlib.adler32(full):08x}"
+    return os.path.join(root or cache_dir(), "statusline", key + ".json")
 
 
-def load_header(path: str) -> tuple[State | None, bytes]:
+def load_header(path: str) -> tuple[dict[str, Any] | None, bytes]:
     """The header (or ``None`` when absent, corrupt or from another version) and the raw
     rest of the file, which ``load_readers`` parses only when it is needed."""
     try:
@@ -63,7 +71,7 @@ def load_readers(rest: bytes) -> dict[str, Any]:
     return readers if isinstance(readers, dict) else {}
 
 
-def save(path: str, header: State, readers: dict[str, Any]) -> None:
+def save(path: str, header: dict[str, Any], readers: dict[str, Any]) -> None:
     """Write both parts atomically; the file is private to the user from its creation."""
     folder = os.path.dirname(path)
     os.makedirs(folder, mode=0o700, exist_ok=True)
@@ -81,38 +89,45 @@ def save(path: str, header: State, readers: dict[str, Any]) -> None:
             fp.write(body)
         os.replace(tmp, path)
     except BaseException:
-        with contextlib.suppress(OSError):
+        try:  # noqa: SIM105 - contextlib is one more import on the warm path
             os.unlink(tmp)
+        except OSError:
+            pass
         raise
 
 
-@contextlib.contextmanager
-def writer_lock(path: str) -> Iterator[bool]:
-    """Yield True when this run may write the state, False when another run holds it.
+class WriterLock:
+    """``with WriterLock(path) as may_write``: True when this run may write the state,
+    False when another run holds it (or locking is impossible).
 
     Never blocks: a status line that waited for a slower sibling would be cancelled by
-    Claude Code's next update anyway.
+    Claude Code's next update anyway. The lock is released when its descriptor closes,
+    also when the process is killed.
     """
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - no flock (Windows): never write concurrently
-        yield False
-        return
-    try:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
-    except OSError:
-        yield False
-        return
-    try:
+
+    def __init__(self, path: str) -> None:
+        self.path = path + ".lock"
+        self.fd: int | None = None
+
+    def __enter__(self) -> bool:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            import fcntl
+        except ImportError:  # pragma: no cover - no flock (Windows): never write concurrently
+            return False
+        try:
+            os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            yield False
-            return
-        yield True
-    finally:
-        os.close(fd)  # closing releases the lock
+            return False
+        return True
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 def file_signature(path: str) -> dict[str, int] | None:
@@ -143,7 +158,7 @@ def agent_files(transcript: str) -> list[str]:
     return sorted(found)
 
 
-def unchanged(header: State, files: list[str]) -> bool:
+def unchanged(header: dict[str, Any], files: list[str]) -> bool:
     """True when every file is exactly as the state last saw it (the warm path)."""
     saved = header.get("files")
     if not isinstance(saved, dict) or set(saved) != set(files):

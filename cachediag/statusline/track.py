@@ -7,8 +7,8 @@ the saved offset restarts the whole session from byte 0 (a full recompute).
 
 from __future__ import annotations
 
-import hashlib
 import os
+import zlib
 from typing import Any
 
 from cachediag.analysis.costs import miss_cost_usd
@@ -25,7 +25,9 @@ from cachediag.ingest.transcript import (
 from cachediag.model import MAIN_STREAM, SessionLog, StreamKind
 from cachediag.report.serialize import prompt_cache_dict
 from cachediag.statusline import codec, prices
-from cachediag.statusline.state import State, file_signature, load_readers
+from cachediag.statusline.state import file_signature, load_readers
+
+State = dict[str, Any]
 
 TAIL_BYTES = 64
 """Bytes before the saved offset whose hash must still match: catches a file rewritten
@@ -33,8 +35,10 @@ in place with the same inode and at least the same length."""
 
 
 def _tail_hash(fd: int, offset: int) -> str:
+    """Two checksums of the bytes before ``offset`` (never the bytes: they are prompt text)."""
     n = min(TAIL_BYTES, offset)
-    return hashlib.sha1(os.pread(fd, n, offset - n), usedforsecurity=False).hexdigest()
+    tail = os.pread(fd, n, offset - n)
+    return f"{zlib.crc32(tail):08x}{zlib.adler32(tail):08x}"
 
 
 def _resumable(path: str, saved: Any) -> bool:
