@@ -362,3 +362,21 @@ def test_install_command_honours_claude_config_dir(tmp_path: Path) -> None:
         env={**os.environ, "NO_COLOR": "1"},
     )
     assert (out.returncode, out.stdout) == (0, b"cache 25%\n")
+
+
+@pytest.mark.parametrize("chains", [False, True])
+def test_line_scan_selects_what_the_readers_filter_selects(chains: bool) -> None:
+    from cachediag.ingest.transcript import wanted_line, wanted_line_with_chains
+    from cachediag.statusline import track
+
+    want = wanted_line_with_chains if chains else wanted_line
+    needles = track.WANTED_WITH_CHAINS if chains else track.WANTED
+    for path in sorted((ROOT / "fixtures" / "real").rglob("*.jsonl")):
+        data = path.read_bytes()
+        end = data.rfind(b"\n") + 1
+        expected, pos = [], 0
+        for raw in data[:end].splitlines(keepends=True):
+            if want(raw):
+                expected.append(pos)
+            pos += len(raw)
+        assert track.wanted_lines(data, end, needles) == expected, path

@@ -96,14 +96,20 @@ def ledger_from_state(data: dict[str, Any]) -> Ledger:
 
 
 def reader_to_state(reader: TranscriptReader) -> dict[str, Any]:
-    return {
-        "seen": [[k[0], k[1], v[0]] for k, v in reader.seen.items()],
-        "sidechain_roots": reader.sidechain_roots,
-    }
+    """The reader's dedup keys as ``{stream: [message_id, request_id, ...]}``: flat lists,
+    because a long session has tens of thousands of them and this is read on every run
+    that has new lines."""
+    seen: dict[str, list[str | None]] = {}
+    for (message_id, request_id), (stream, _) in reader.seen.items():
+        seen.setdefault(stream, []).extend((message_id, request_id))
+    return {"seen": seen, "sidechain_roots": reader.sidechain_roots}
 
 
 def restore_reader(reader: TranscriptReader, data: dict[str, Any]) -> None:
-    reader.seen = {(m, r): (stream, UNSEEN_INDEX) for m, r, stream in data.get("seen", [])}
+    reader.seen = {}
+    for stream, flat in data.get("seen", {}).items():
+        pairs = iter(flat)
+        reader.seen.update(dict.fromkeys(zip(pairs, pairs, strict=True), (stream, UNSEEN_INDEX)))
     reader.sidechain_roots = dict(data.get("sidechain_roots", {}))
 
 

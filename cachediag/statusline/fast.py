@@ -107,7 +107,7 @@ def session_state(transcript: str, now: float, root: str | None = None) -> dict[
         and state.unchanged(header, files)
     ):
         return header
-    from cachediag.statusline.track import refresh
+    from cachediag.statusline.track import encode_state, refresh
 
     with state.WriterLock(path) as may_write:
         if may_write:
@@ -115,7 +115,7 @@ def session_state(transcript: str, now: float, root: str | None = None) -> dict[
         header, readers = refresh(transcript, files[1:], header, rest, now)
         if may_write:
             try:
-                state.save(path, header, readers)
+                state.save(path, *encode_state(header, readers))
             except OSError as exc:
                 log_failure(f"state not saved: {_describe(exc)}")
     return header

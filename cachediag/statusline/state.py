@@ -63,25 +63,12 @@ def load_header(path: str) -> tuple[dict[str, Any] | None, bytes]:
     return header, rest
 
 
-def load_readers(rest: bytes) -> dict[str, Any]:
-    try:
-        readers = json.loads(rest) if rest.strip() else {}
-    except (ValueError, RecursionError):
-        return {}
-    return readers if isinstance(readers, dict) else {}
-
-
-def save(path: str, header: dict[str, Any], readers: dict[str, Any]) -> None:
-    """Write both parts atomically; the file is private to the user from its creation."""
+def save(path: str, header: bytes, readers: bytes) -> None:
+    """Write both serialized parts atomically; the file is private to the user from its
+    creation. ``header`` must carry ``"version": STATE_VERSION``."""
     folder = os.path.dirname(path)
     os.makedirs(folder, mode=0o700, exist_ok=True)
-    header = {**header, "version": STATE_VERSION}
-    body = (
-        json.dumps(header, separators=(",", ":")).encode()
-        + b"\n"
-        + json.dumps(readers, separators=(",", ":")).encode()
-        + b"\n"
-    )
+    body = header + b"\n" + readers + b"\n"
     tmp = f"{path}.{os.getpid()}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
