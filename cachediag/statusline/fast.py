@@ -199,7 +199,7 @@ def json_object(payload: Any, view: dict[str, Any]) -> dict[str, Any]:
         "transcript": view.get("transcript"),
         "miss_cost_usd": view.get("miss_cost_usd"),
         "unpriced_models": view.get("unpriced_models", []),
-        "seconds_to_expiry": None if expires is None else max(0.0, expires - view["now"]),
+        "seconds_to_expiry": None if expires is None else round(max(0.0, expires - view["now"]), 3),
         "subagents": view["subagents"],
         "streams": [
             {
