@@ -380,3 +380,27 @@ def test_line_scan_selects_what_the_readers_filter_selects(chains: bool) -> None
                 expected.append(pos)
             pos += len(raw)
         assert track.wanted_lines(data, end, needles) == expected, path
+
+
+def test_cancelled_writer_saves_its_work_then_exits(
+    tmp_path: Path, cache_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import signal
+
+    from cachediag.statusline import track
+
+    t = tmp_path / "s1.jsonl"
+    write(t, THREE)
+    real_refresh = track.refresh
+    killed: list[int] = []
+
+    def cancelled_midway(*args: Any) -> Any:
+        signal.raise_signal(signal.SIGTERM)  # Claude Code's next update cancels us here
+        return real_refresh(*args)
+
+    monkeypatch.setattr(track, "refresh", cancelled_midway)
+    monkeypatch.setattr(fast.os, "kill", lambda pid, sig: killed.append(sig))
+    fast.session_state(str(t), T0)
+    assert killed == [signal.SIGTERM]  # it still exits as asked, after saving
+    assert state_of(t, cache_home)["streams"]["main"]["prompt_cache"]["requests"] == 3
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL

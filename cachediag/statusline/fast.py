@@ -109,7 +109,7 @@ def session_state(transcript: str, now: float, root: str | None = None) -> dict[
         return header
     from cachediag.statusline.track import encode_state, refresh
 
-    with state.WriterLock(path) as may_write:
+    with state.WriterLock(path) as may_write, _Uncancellable(may_write):
         if may_write:
             header, rest = state.load_header(path)  # a sibling may have saved meanwhile
         header, readers = refresh(transcript, files[1:], header, rest, now)
@@ -119,6 +119,47 @@ def session_state(transcript: str, now: float, root: str | None = None) -> dict[
             except OSError as exc:
                 log_failure(f"state not saved: {_describe(exc)}")
     return header
+
+
+class _Uncancellable:
+    """Hold SIGTERM/SIGHUP while the writer reads and saves.
+
+    Claude Code cancels a status line that is still running when the next update comes.
+    A first read of a long transcript can take longer than the gap between updates; were
+    it killed every time, no run would ever save its work and every run would start from
+    byte 0 again. So the writer finishes and saves, then exits as asked (a SIGKILL still
+    kills it; the state stays whole because it is replaced atomically).
+    """
+
+    def __init__(self, active: bool) -> None:
+        self.active = active
+        self.pending: list[int] = []
+        self.saved: list[tuple[int, Any]] = []
+
+    def _hold(self, signum: int, frame: Any) -> None:
+        self.pending.append(signum)
+
+    def __enter__(self) -> None:
+        if not self.active:
+            return
+        import contextlib
+        import signal
+
+        for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+            if sig is not None:
+                with contextlib.suppress(ValueError, OSError):  # not the main thread
+                    self.saved.append((sig, signal.signal(sig, self._hold)))
+
+    def __exit__(self, *exc_info: object) -> None:
+        if not self.saved:
+            return
+        import signal
+
+        for sig, previous in self.saved:
+            signal.signal(sig, previous)
+        if self.pending:
+            log_failure("cancelled while reading; state saved, exiting")
+            os.kill(os.getpid(), self.pending[0])
 
 
 def _subagents(streams: list[dict[str, Any]], now: float) -> dict[str, Any] | None:
