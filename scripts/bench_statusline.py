@@ -182,6 +182,11 @@ def main() -> None:
             "cachediag (installed command, python -S)": fast_argv(),
         }
         native = ccusage.resolve().parents[2] / "@ccusage" / "ccusage-linux-x64" / "bin" / "ccusage"
+        # For scale: the interpreter alone, with and without site (.pth files).
+        scale = {
+            "(python -c 'print()', for scale)": [sys.executable, "-c", "print(0)"],
+            "(python -S -c 'print()', for scale)": [sys.executable, "-S", "-c", "print(0)"],
+        }
         theirs = {"ccusage statusline": [str(ccusage), "statusline"]}
         if native.is_file():
             theirs["ccusage native binary statusline"] = [str(native), "statusline"]
@@ -190,9 +195,9 @@ def main() -> None:
         results: dict[str, dict[str, float]] = {}
 
         def measure(scenario: str, before: dict[str, object]) -> None:
-            times: dict[str, list[float]] = {name: [] for name in [*ours, *theirs]}
+            times: dict[str, list[float]] = {name: [] for name in [*ours, *theirs, *scale]}
             for n in range(opts.runs):
-                for name, argv in [*ours.items(), *theirs.items()]:
+                for name, argv in [*ours.items(), *theirs.items(), *scale.items()]:
                     prepare = before.get(name) or before.get("*")
                     if callable(prepare):
                         prepare(n)

@@ -287,6 +287,15 @@ def test_two_status_lines_at_once(tmp_path: Path, cache_home: Path) -> None:
 WARM_PATH_FORBIDDEN = ("click", "rich", "pydantic", "genai_prices", "jq", "watchdog", "orjson")
 
 
+def imported(stderr: bytes) -> set[str]:
+    """Module names from ``python -X importtime`` output."""
+    return {
+        line.split("|")[-1].strip()
+        for line in stderr.decode().splitlines()
+        if line.startswith("import time:")
+    }
+
+
 def test_warm_path_imports_only_the_standard_library(tmp_path: Path, cache_home: Path) -> None:
     t = tmp_path / "s1.jsonl"
     write(t, THREE)
@@ -297,13 +306,6 @@ def test_warm_path_imports_only_the_standard_library(tmp_path: Path, cache_home:
     warm = subprocess.run(cmd, env=env, input=stdin, capture_output=True, check=True)
     assert warm.stdout == first.stdout
 
-    def imported(stderr: bytes) -> set[str]:
-        return {
-            line.split("|")[-1].strip()
-            for line in stderr.decode().splitlines()
-            if line.startswith("import time:")
-        }
-
     warm_mods = imported(warm.stderr)
     assert "cachediag.statusline.fast" in warm_mods
     heavy = {m for m in warm_mods if m.split(".")[0] in WARM_PATH_FORBIDDEN}
@@ -312,6 +314,25 @@ def test_warm_path_imports_only_the_standard_library(tmp_path: Path, cache_home:
     assert "cachediag.analysis.ledger" not in warm_mods
     assert "cachediag.analysis.ledger" in imported(first.stderr)
     assert not {m for m in imported(first.stderr) if m.split(".")[0] in WARM_PATH_FORBIDDEN[:6]}
+
+
+def test_installed_command_warm_path_skips_json_and_typing(
+    tmp_path: Path, cache_home: Path
+) -> None:
+    """The command ``install`` writes runs without site; its warm path then loads not even
+    ``json``, ``re``, ``enum`` or ``typing`` (each costs milliseconds)."""
+    t = tmp_path / "s1.jsonl"
+    write(t, THREE)
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache_home.parent), "NO_COLOR": "1"}
+    stdin = json.dumps({"transcript_path": str(t)}).encode()
+    argv = install.fast_argv()
+    cmd = [argv[0], "-X", "importtime", *argv[1:]]
+    first = subprocess.run(cmd, env=env, input=stdin, capture_output=True, check=True)
+    warm = subprocess.run(cmd, env=env, input=stdin, capture_output=True, check=True)
+    assert warm.stdout == first.stdout and warm.stdout.startswith(b"cache 32%")
+    mods = imported(warm.stderr)
+    assert "cachediag.statusline.fast" in mods
+    assert not mods & {"json", "re", "enum", "typing", "dataclasses", "hashlib", "site"}
 
 
 def test_install_writes_backs_up_and_refuses(tmp_path: Path) -> None:

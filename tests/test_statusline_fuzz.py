@@ -100,3 +100,29 @@ def test_garbage_in_a_real_process_prints_no_traceback() -> None:
         assert result.returncode == 0
         assert result.stdout.strip() and result.stdout.count(b"\n") == 1
         assert b"Traceback" not in result.stdout + result.stderr
+
+
+def _outcome(loads: Any, raw: bytes) -> tuple[str, Any]:
+    try:
+        return "ok", loads(raw)
+    except (ValueError, RecursionError) as exc:
+        return "error", type(exc).__name__
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.binary(max_size=60)
+    | json_values.map(encoded)
+    | json_values.map(lambda v: (" \n" + json.dumps(v, indent=1) + "\t").encode())
+    | json_values.map(lambda v: json.dumps(v).encode("utf-16"))
+    | json_values.map(lambda v: b"\xef\xbb\xbf" + encoded(v))
+    | st.sampled_from([b"NaN", b"[Infinity, -Infinity]", b'"\\ud800"', b"1 2", b'{"a":1}x'])
+)
+def test_jsonlite_parses_exactly_as_json(raw: bytes) -> None:
+    from cachediag.statusline import jsonlite
+
+    expected, got = _outcome(json.loads, raw), _outcome(jsonlite.loads, raw)
+    if expected[0] == "ok" and expected[1] != expected[1]:  # NaN is not equal to itself
+        assert got[0] == "ok" and got[1] != got[1]
+    else:
+        assert repr(got) == repr(expected)

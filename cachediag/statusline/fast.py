@@ -8,12 +8,11 @@ a status line that errors or prints nothing is blanked by Claude Code.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
 
-from cachediag.statusline import render, state
+from cachediag.statusline import jsonlite, render, state
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs milliseconds at run time; the warm path avoids it
@@ -257,6 +256,8 @@ def json_object(payload: Any, view: dict[str, Any]) -> dict[str, Any]:
 
 def _fallback(as_json: bool, error: str) -> str:
     if as_json:
+        import json
+
         return json.dumps({"prompt_cache": None, "cachediag": {"version": 1, "error": error}})
     return render.FALLBACK
 
@@ -269,7 +270,7 @@ def run(args: list[str], stdin: IO[bytes] | None = None, stdout: IO[str] | None 
         opts = parse_args(args)
         raw = (stdin or sys.stdin.buffer).read()
         try:
-            payload = json.loads(raw) if raw.strip() else {}
+            payload = jsonlite.loads(raw) if raw.strip() else {}
         except (ValueError, RecursionError) as exc:
             log_failure(f"stdin is not JSON ({type(exc).__name__})")
             payload = None
@@ -278,6 +279,8 @@ def run(args: list[str], stdin: IO[bytes] | None = None, stdout: IO[str] | None 
         if payload is not None and not isinstance(payload, dict):
             log_failure(f"stdin is a JSON {type(payload).__name__}, not an object")
         if opts.as_json:
+            import json
+
             text = json.dumps(json_object(payload, view), allow_nan=False)
         else:
             text = render.render_line(view, opts.fmt, use_color(opts))

@@ -12,9 +12,10 @@ cannot take it computes from the last whole state and leaves it unwritten.
 
 from __future__ import annotations
 
-import json
 import os
 import zlib
+
+from cachediag.statusline import jsonlite
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs milliseconds at run time; the warm path avoids it
@@ -55,7 +56,7 @@ def load_header(path: str) -> tuple[dict[str, Any] | None, bytes]:
         return None, b""
     head, _, rest = data.partition(b"\n")
     try:
-        header = json.loads(head)
+        header = jsonlite.loads(head)
     except (ValueError, RecursionError):
         return None, b""
     if not isinstance(header, dict) or header.get("version") != STATE_VERSION:
