@@ -10,10 +10,13 @@ from dataclasses import fields
 from typing import Any
 
 from cachediag.analysis.causes import Cause, Diagnosis
-from cachediag.analysis.costs import ModelPrices
 from cachediag.analysis.ledger import Ledger
 from cachediag.ingest.transcript import TranscriptReader
 from cachediag.model import Fingerprint, RebuildKind, RequestRecord, ServerReason
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cachediag.analysis.costs import ModelPrices
 
 UNSEEN_INDEX = 1 << 62
 """Restored dedup keys point past any stream's items: the items are not kept between
@@ -124,6 +127,8 @@ def prices_to_state(prices: ModelPrices | None) -> dict[str, Any] | None:
 def prices_from_state(data: dict[str, Any] | None) -> ModelPrices | None:
     if data is None:
         return None
+    from cachediag.analysis.costs import ModelPrices  # only sessions with misses need it
+
     values = dict(data)
     values["long_context"] = prices_from_state(values.get("long_context"))
     return ModelPrices(**values)

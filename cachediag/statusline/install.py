@@ -42,8 +42,8 @@ def settings_path(explicit: Path | None = None) -> Path:
 
 
 def fast_argv() -> list[str]:
-    """Run the status line without ``site`` (no .pth files, ~20 ms less per run here),
-    with the package and the fast JSON parser put on the path explicitly."""
+    """Run the status line without ``site`` (no .pth files: ~30 ms less per run on the
+    reference machine), with the package and the fast JSON parser put on the path."""
     import cachediag
 
     paths = [str(Path(cachediag.__file__).resolve().parents[1])]
@@ -53,11 +53,14 @@ def fast_argv() -> list[str]:
         paths.append(str(Path(orjson.__file__).resolve().parents[1]))
     except ImportError:
         pass
+    # Appended, not prepended: the standard library is then found on the first try.
     code = (
-        f"import sys;sys.path[:0]={list(dict.fromkeys(paths))!r};"
+        f"import sys;sys.path+={list(dict.fromkeys(paths))!r};"
         "from cachediag.statusline.fast import main;main()"
     )
-    return [sys.executable, "-S", "-c", code]
+    # -I: neither the current folder (Claude Code runs us in the user's project, which may
+    # hold a json.py or a cachediag/) nor PYTHON* variables change what is imported.
+    return [sys.executable, "-I", "-S", "-c", code]
 
 
 def fast_command() -> str:

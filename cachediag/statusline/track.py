@@ -11,14 +11,13 @@ import os
 import zlib
 from typing import Any
 
-from cachediag.analysis.costs import miss_cost_usd
 from cachediag.analysis.ledger import Ledger, LedgerEntry, Outcome
 from cachediag.analysis.summary import build_prompt_cache
 from cachediag.ingest.lines import BadLine, parse_line
 from cachediag.ingest.transcript import FORMAT, TranscriptReader, agent_kind
 from cachediag.model import MAIN_STREAM, SessionLog, StreamKind
 from cachediag.report.serialize import prompt_cache_dict
-from cachediag.statusline import codec, prices
+from cachediag.statusline import codec
 from cachediag.statusline.state import STATE_VERSION, file_signature
 
 try:  # the reader already loaded orjson when it is installed; json is the fallback
@@ -200,6 +199,11 @@ class Session:
             stream["misses"].append([miss, entry.reprocessed_tokens, entry.ttl])
 
     def _miss_cost(self, misses: list[Any]) -> tuple[float | None, list[str]]:
+        if not misses:
+            return 0.0, []
+        from cachediag.analysis.costs import miss_cost_usd
+        from cachediag.statusline import prices
+
         total = 0.0
         unpriced: set[str] = set()
         for miss, reprocessed, ttl in misses:
