@@ -425,3 +425,18 @@ def test_cancelled_writer_saves_its_work_then_exits(
     assert killed == [signal.SIGTERM]  # it still exits as asked, after saving
     assert state_of(t, cache_home)["streams"]["main"]["prompt_cache"]["requests"] == 3
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+
+def test_unreadable_transcript_still_shows_claude_codes_object(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cache_home: Path
+) -> None:
+    def unreadable(*args: Any) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(fast, "session_state", unreadable)
+    t = tmp_path / "s1.jsonl"
+    write(t, THREE)
+    payload = {"transcript_path": str(t), "prompt_cache": {"hit_ratio": 0.7, "misses": 1}}
+    assert run_line(payload, "--no-color") == "cache 70% · 1 miss"
+    assert json.loads(run_line(payload, "--json"))["cachediag"]["transcript"] == "unreadable"
+    assert "PermissionError" in (cache_home / "statusline.log").read_text()

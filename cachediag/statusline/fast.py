@@ -195,8 +195,16 @@ def build_view(payload: Any, now: float, root: str | None = None) -> dict[str, A
     main: dict[str, Any] | None = None
     if isinstance(transcript, str) and transcript and "\x00" not in transcript:
         transcript = os.path.abspath(os.path.expanduser(transcript))
+        header = None
         if os.path.isfile(transcript):
-            header = session_state(transcript, now, root)
+            try:
+                header = session_state(transcript, now, root)
+            except Exception as exc:  # Claude Code's own object may still make a line
+                log_failure(f"transcript not read: {_describe(exc)}")
+                view["transcript"] = "unreadable"
+        else:
+            view["transcript"] = "missing"
+        if header is not None:
             for sid, s in header["streams"].items():
                 pc = dict(s["prompt_cache"])
                 # The one clock-dependent field (prompt-cache.md §3), against this run's now.
@@ -208,8 +216,6 @@ def build_view(payload: Any, now: float, root: str | None = None) -> dict[str, A
                     streams.append(entry)
             streams.sort(key=lambda s: (s["first_at"] is None, s["first_at"] or 0.0, s["id"]))
             view["transcript"] = "read"
-        else:
-            view["transcript"] = "missing"
     sent = obj.get("prompt_cache")
     if isinstance(sent, dict):
         view["prompt_cache"], view["source"] = sent, "claude-code"
