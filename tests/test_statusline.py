@@ -390,3 +390,35 @@ def test_unreadable_transcript_still_shows_claude_codes_object(
     assert run_line(payload, "--no-color") == "cache 70% · 1 miss"
     assert json.loads(run_line(payload, "--json"))["cachediag"]["transcript"] == "unreadable"
     assert "PermissionError" in (cache_home / "statusline.log").read_text()
+
+
+def test_state_of_the_right_version_but_wrong_shape_is_recomputed(
+    tmp_path: Path, cache_home: Path
+) -> None:
+    t = tmp_path / "s1.jsonl"
+    write(t, THREE)
+    run_line({"transcript_path": str(t)})
+    path = state.state_path(str(t), str(cache_home))
+    header, rest = state.load_header(path)
+    assert header is not None
+    header["streams"]["main"]["prompt_cache"] = 5  # files unchanged: the warm path uses it
+    state.save(path, json.dumps(header).encode(), rest.strip())
+    assert requests_seen(t) == 3
+    assert requests_seen(t) == 3  # and the state was replaced by a good one
+    assert "state unusable" in (cache_home / "statusline.log").read_text()
+
+
+def test_cost_beside_claude_codes_count_only_when_the_counts_agree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(
+        prices, "lookup_prices", lambda m, at=None: ModelPrices(5, 6.25, 10, 0.5, 25)
+    )
+    t = tmp_path / "s1.jsonl"
+    write(t, THREE)
+    agree = {"transcript_path": str(t), "prompt_cache": {"hit_ratio": 0.3, "misses": 1}}
+    # One miss in the transcript too, priced as in test_cost_of_misses_from_looked_up_prices.
+    assert run_line(agree, "--no-color", "--format", "{misses}") == "1 miss ($0.12)"
+    differ = {"transcript_path": str(t), "prompt_cache": {"hit_ratio": 0.3, "misses": 2}}
+    assert run_line(differ, "--no-color", "--format", "{misses}") == "2 misses"
+    assert json.loads(run_line(differ, "--json"))["cachediag"]["miss_cost_usd"] is None

@@ -95,11 +95,14 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text} at {where}"
 
 
-def session_state(transcript: str, now: float, root: str | None = None) -> dict[str, Any]:
-    """The session's state, brought up to date with the transcript and its agents."""
+def session_state(
+    transcript: str, now: float, root: str | None = None, *, fresh: bool = False
+) -> dict[str, Any]:
+    """The session's state, brought up to date with the transcript and its agents;
+    ``fresh`` ignores the saved state and replaces it."""
     path = state.state_path(transcript, root)
     files = [transcript, *state.agent_files(transcript)]
-    header, rest = state.load_header(path)
+    header, rest = (None, b"") if fresh else state.load_header(path)
     if (
         header is not None
         and header.get("transcript") == transcript
@@ -109,7 +112,7 @@ def session_state(transcript: str, now: float, root: str | None = None) -> dict[
     from cachediag.statusline.track import encode_state, refresh
 
     with state.WriterLock(path) as may_write, _Uncancellable(may_write):
-        if may_write:
+        if may_write and not fresh:
             header, rest = state.load_header(path)  # a sibling may have saved meanwhile
         header, readers = refresh(transcript, files[1:], header, rest, now)
         if may_write:
@@ -161,6 +164,39 @@ class _Uncancellable:
             os.kill(os.getpid(), self.pending[0])
 
 
+def _streams(
+    header: dict[str, Any], now: float
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """The main stream and the others (in the order they started) from a state header."""
+    main = None
+    others: list[dict[str, Any]] = []
+    for sid, s in header["streams"].items():
+        pc = dict(s["prompt_cache"])
+        # The one clock-dependent field (prompt-cache.md §3), against this run's now.
+        pc["warm"] = pc["expires_at"] is not None and now < pc["expires_at"]
+        entry = {**s, "id": sid, "prompt_cache": pc}
+        if sid == "main":
+            main = entry
+        else:
+            others.append(entry)
+    others.sort(key=lambda s: (s["first_at"] is None, s["first_at"] or 0.0, s["id"]))
+    return main, others
+
+
+def _session_view(header: dict[str, Any], now: float) -> dict[str, Any]:
+    """What a session's state adds to the view; raises on a state of the wrong shape."""
+    main, streams = _streams(header, now)
+    out: dict[str, Any] = {"streams": streams, "subagents": _subagents(streams, now)}
+    if main is not None:
+        pc = main["prompt_cache"]
+        if not isinstance(pc["misses"], int) or not isinstance(main["unpriced_models"], list):
+            raise TypeError("state: main stream fields of the wrong type")
+        out["main_prompt_cache"] = pc
+        out["miss_cost_usd"] = main["miss_cost_usd"]
+        out["unpriced_models"] = main["unpriced_models"]
+    return out
+
+
 def _subagents(streams: list[dict[str, Any]], now: float) -> dict[str, Any] | None:
     agents = [s for s in streams if s.get("kind") in ("subagent", "sidechain")]
     if not agents:
@@ -191,44 +227,34 @@ def build_view(payload: Any, now: float, root: str | None = None) -> dict[str, A
     obj = payload if isinstance(payload, dict) else {}
     view: dict[str, Any] = {"now": now, "source": "none", "prompt_cache": None}
     transcript = obj.get("transcript_path")
-    streams: list[dict[str, Any]] = []
-    main: dict[str, Any] | None = None
     if isinstance(transcript, str) and transcript and "\x00" not in transcript:
         transcript = os.path.abspath(os.path.expanduser(transcript))
-        header = None
-        if os.path.isfile(transcript):
+        if not os.path.isfile(transcript):
+            view["transcript"] = "missing"
+        else:
             try:
-                header = session_state(transcript, now, root)
+                try:
+                    found = _session_view(session_state(transcript, now, root), now)
+                except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                    # A saved state this code cannot use: start it again, once.
+                    log_failure(f"state unusable, recomputed: {_describe(exc)}")
+                    found = _session_view(session_state(transcript, now, root, fresh=True), now)
+                view.update(found)
+                view["transcript"] = "read"
             except Exception as exc:  # Claude Code's own object may still make a line
                 log_failure(f"transcript not read: {_describe(exc)}")
                 view["transcript"] = "unreadable"
-        else:
-            view["transcript"] = "missing"
-        if header is not None:
-            for sid, s in header["streams"].items():
-                pc = dict(s["prompt_cache"])
-                # The one clock-dependent field (prompt-cache.md §3), against this run's now.
-                pc["warm"] = pc["expires_at"] is not None and now < pc["expires_at"]
-                entry = {**s, "id": sid, "prompt_cache": pc}
-                if sid == "main":
-                    main = entry
-                else:
-                    streams.append(entry)
-            streams.sort(key=lambda s: (s["first_at"] is None, s["first_at"] or 0.0, s["id"]))
-            view["transcript"] = "read"
+    computed = view.pop("main_prompt_cache", None)
     sent = obj.get("prompt_cache")
     if isinstance(sent, dict):
         view["prompt_cache"], view["source"] = sent, "claude-code"
-    elif main is not None:
-        view["prompt_cache"], view["source"] = main["prompt_cache"], "transcript"
-    if main is not None:
-        mine = main["prompt_cache"]["misses"]
         # Claude Code's count may differ from ours; a cost must price the misses shown.
-        if view["source"] == "transcript" or render.count(sent, "misses") == mine:
-            view["miss_cost_usd"] = main["miss_cost_usd"]
-        view["unpriced_models"] = main["unpriced_models"]
-    view["streams"] = streams
-    view["subagents"] = _subagents(streams, now)
+        if computed is None or render.count(sent, "misses") != computed["misses"]:
+            view["miss_cost_usd"] = None
+    elif computed is not None:
+        view["prompt_cache"], view["source"] = computed, "transcript"
+    view.setdefault("streams", [])
+    view.setdefault("subagents", None)
     return view
 
 
