@@ -422,3 +422,17 @@ def test_cost_beside_claude_codes_count_only_when_the_counts_agree(
     differ = {"transcript_path": str(t), "prompt_cache": {"hit_ratio": 0.3, "misses": 2}}
     assert run_line(differ, "--no-color", "--format", "{misses}") == "2 misses"
     assert json.loads(run_line(differ, "--json"))["cachediag"]["miss_cost_usd"] is None
+
+
+def test_temporaries_of_killed_runs_are_removed(tmp_path: Path, cache_home: Path) -> None:
+    t = tmp_path / "s1.jsonl"
+    write(t, THREE[:2])
+    run_line({"transcript_path": str(t)})
+    path = Path(state.state_path(str(t), str(cache_home)))
+    stale, fresh = Path(f"{path}.99999.tmp"), Path(f"{path}.99998.tmp")
+    stale.write_bytes(b"half")
+    fresh.write_bytes(b"half")
+    os.utime(stale, (T0, T0))  # long ago: its writer is dead
+    write(t, THREE[2:], "a")
+    assert requests_seen(t) == 3
+    assert not stale.exists() and fresh.exists()  # a sibling may still be writing that one

@@ -58,3 +58,14 @@ def test_install_command_honours_claude_config_dir(tmp_path: Path) -> None:
         env={**os.environ, "NO_COLOR": "1"},
     )
     assert (out.returncode, out.stdout) == (0, b"cache 25%\n")
+
+
+def test_statusline_help_and_in_process_run() -> None:
+    result = CliRunner().invoke(main, ["statusline", "--help"])
+    assert result.exit_code == 0
+    for name in ("{hit}", "{warm}", "{misses}", "{last}", "{agents}", "install"):
+        assert name in result.output
+    result = CliRunner().invoke(
+        main, ["statusline", "--no-color"], input='{"prompt_cache": {"hit_ratio": 0.5}}'
+    )
+    assert (result.exit_code, result.output) == (0, "cache 50%\n")

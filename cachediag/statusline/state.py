@@ -13,6 +13,7 @@ cannot take it computes from the last whole state and leaves it unwritten.
 from __future__ import annotations
 
 import os
+import time
 import zlib
 
 from cachediag.statusline import jsonlite
@@ -82,6 +83,27 @@ def save(path: str, header: bytes, readers: bytes) -> None:
         except OSError:
             pass
         raise
+    _remove_stale_temporaries(path)
+
+
+STALE_TMP_S = 60.0
+
+
+def _remove_stale_temporaries(path: str) -> None:
+    """Temporary files of runs killed mid-write (Claude Code cancels with SIGKILL too)."""
+    folder, name = os.path.split(path)
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    now = time.time()
+    for entry in entries:
+        if entry.name.startswith(name + ".") and entry.name.endswith(".tmp"):
+            try:
+                if now - entry.stat().st_mtime > STALE_TMP_S:
+                    os.unlink(entry.path)
+            except OSError:
+                pass
 
 
 class WriterLock:
