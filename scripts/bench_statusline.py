@@ -179,13 +179,13 @@ def main() -> None:
         entry = "import sys; from cachediag.entry import main; sys.exit(main())"
         ours = {
             "cachediag statusline (console entry)": [sys.executable, "-c", entry, "statusline"],
-            "cachediag (installed command, python -S)": fast_argv(),
+            "cachediag installed command (python -I -S -c ...)": fast_argv(),
         }
         native = ccusage.resolve().parents[2] / "@ccusage" / "ccusage-linux-x64" / "bin" / "ccusage"
         # For scale: the interpreter alone, with and without site (.pth files).
         scale = {
-            "(python -c 'print()', for scale)": [sys.executable, "-c", "print(0)"],
-            "(python -S -c 'print()', for scale)": [sys.executable, "-S", "-c", "print(0)"],
+            "(python -c 'print(0)', for scale)": [sys.executable, "-c", "print(0)"],
+            "(python -S -c 'print(0)', for scale)": [sys.executable, "-S", "-c", "print(0)"],
         }
         theirs = {"ccusage statusline": [str(ccusage), "statusline"]}
         if native.is_file():
