@@ -12,5 +12,6 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 input=$(cat)
 enriched=$(printf '%s' "$input" | ${CACHEDIAG:-cachediag} statusline --json 2>/dev/null | head -n 1)
 # cachediag missing or silent: Claude Code's own object is still worth a line.
-printf '%s' "${enriched:-$input}" | bash "$here/prompt-cache.sh"
+line=$(printf '%s' "${enriched:-$input}" | bash "$here/prompt-cache.sh" 2>/dev/null | head -n 1)
+printf '%s\n' "${line:-cache ?}"
 exit 0

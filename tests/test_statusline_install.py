@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -69,3 +70,26 @@ def test_statusline_help_and_in_process_run() -> None:
         main, ["statusline", "--no-color"], input='{"prompt_cache": {"hit_ratio": 0.5}}'
     )
     assert (result.exit_code, result.output) == (0, "cache 50%\n")
+
+
+@pytest.mark.skipif(shutil.which("jq") is None, reason="needs jq")
+def test_installed_cachediag_jq_script_finds_its_partner(tmp_path: Path) -> None:
+    import sys
+
+    from tests.conftest import ROOT
+
+    env = {"CLAUDE_CONFIG_DIR": str(tmp_path / "cfg")}
+    result = CliRunner().invoke(
+        main, ["statusline", "install", "--script", "cachediag-jq"], env=env
+    )
+    assert result.exit_code == 0, result.output
+    command = json.loads((tmp_path / "cfg" / "settings.json").read_text())["statusLine"]["command"]
+    stdin = b'{"prompt_cache": {"hit_ratio": 0.25, "requests": 2, "misses": 0}}'
+    run_env = {
+        **os.environ,
+        "CACHEDIAG": f"{sys.executable} -m cachediag",
+        "PYTHONPATH": str(ROOT),
+        "XDG_CACHE_HOME": str(tmp_path / "xdg"),
+    }
+    out = subprocess.run(["bash", "-c", command], input=stdin, capture_output=True, env=run_env)
+    assert (out.returncode, out.stdout) == (0, "cache 25% · cold · 0 misses\n".encode())

@@ -76,3 +76,15 @@ def test_cachediag_script_falls_back_to_claude_codes_object() -> None:
     stdin = json.dumps({"prompt_cache": {"hit_ratio": 0.5, "requests": 2, "misses": 0}}).encode()
     result = run_script("cachediag-json.sh", stdin, CACHEDIAG="/nonexistent/cachediag")
     assert (result.returncode, result.stdout) == (0, "cache 50% · cold · 0 misses\n".encode())
+
+
+def test_cachediag_script_without_its_partner_still_prints(tmp_path: Path) -> None:
+    lonely = tmp_path / "cachediag-json.sh"
+    shutil.copyfile(SCRIPTS / "cachediag-json.sh", lonely)
+    result = subprocess.run(
+        ["bash", str(lonely)],
+        input=b"{}",
+        capture_output=True,
+        env={**os.environ, "CACHEDIAG": "false"},
+    )
+    assert (result.returncode, result.stdout) == (0, b"cache ?\n")

@@ -76,11 +76,16 @@ def script_command(name: str, settings: Path) -> str:
     if not source.is_file():
         known = ", ".join(sorted(SCRIPTS))
         raise CachediagError(f"--script {name}: no such script (known: {known}, or a path)")
-    target = settings.parent / "cachediag" / source.name
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(source, target)
-    target.chmod(0o755)
-    return f"bash {shlex.quote(str(target))}"
+    folder = settings.parent / "cachediag"
+    folder.mkdir(parents=True, exist_ok=True)
+    # The ready-made scripts call each other (cachediag-json.sh formats with
+    # prompt-cache.sh), so they travel together.
+    for script in (
+        {source, *(SCRIPTS_DIR / n for n in SCRIPTS.values())} if name in SCRIPTS else {source}
+    ):
+        shutil.copyfile(script, folder / script.name)
+        (folder / script.name).chmod(0o755)
+    return f"bash {shlex.quote(str(folder / source.name))}"
 
 
 def _is_ours(entry: Any) -> bool:
