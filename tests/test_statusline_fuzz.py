@@ -72,9 +72,16 @@ argsets = st.sampled_from([[], ["--json"], ["--no-color"], ["--format", "{last}{
 
 
 def check(args: list[str], stdin: bytes) -> None:
-    os.environ["XDG_CACHE_HOME"] = CACHE
-    out = io.StringIO()
-    assert fast.run(args, io.BytesIO(stdin), out) == 0
+    before = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = CACHE  # hypothesis does not mix with monkeypatch
+    try:
+        out = io.StringIO()
+        assert fast.run(args, io.BytesIO(stdin), out) == 0
+    finally:
+        if before is None:
+            del os.environ["XDG_CACHE_HOME"]
+        else:
+            os.environ["XDG_CACHE_HOME"] = before
     text = out.getvalue()
     assert text.endswith("\n") and text.count("\n") == 1 and text.strip()
     assert "Traceback" not in text
