@@ -338,10 +338,9 @@ def test_installed_command_warm_path_skips_json_and_typing(
 @pytest.mark.parametrize("chains", [False, True])
 def test_line_scan_selects_what_the_readers_filter_selects(chains: bool) -> None:
     from cachediag.ingest.transcript import wanted_line, wanted_line_with_chains
-    from cachediag.statusline import track
 
     want = wanted_line_with_chains if chains else wanted_line
-    needles = track.WANTED_WITH_CHAINS if chains else track.WANTED
+    needles = state.WANTED_WITH_CHAINS if chains else state.WANTED
     for path in sorted((ROOT / "fixtures" / "real").rglob("*.jsonl")):
         data = path.read_bytes()
         end = data.rfind(b"\n") + 1
@@ -350,7 +349,7 @@ def test_line_scan_selects_what_the_readers_filter_selects(chains: bool) -> None
             if want(raw):
                 expected.append(pos)
             pos += len(raw)
-        assert track.wanted_lines(data, end, needles) == expected, path
+        assert state.wanted_lines(data, end, needles) == expected, path
 
 
 def test_cancelled_writer_saves_its_work_then_exits(
@@ -436,3 +435,30 @@ def test_temporaries_of_killed_runs_are_removed(tmp_path: Path, cache_home: Path
     write(t, THREE[2:], "a")
     assert requests_seen(t) == 3
     assert not stale.exists() and fresh.exists()  # a sibling may still be writing that one
+
+
+def test_lines_without_requests_move_on_without_the_reader(
+    tmp_path: Path, cache_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cachediag.statusline import track
+
+    t = tmp_path / "s1.jsonl"
+    write(t, THREE[:2])
+    assert requests_seen(t) == 2
+    progress = json.dumps({"type": "progress", "sessionId": "s1", "data": {"n": 1}})
+    user = json.dumps({"type": "user", "sessionId": "s1", "message": {"content": "hi"}})
+    write(t, [progress, user], "a")
+
+    def must_not_run(*args: Any) -> Any:
+        raise AssertionError("the reader was loaded for lines that hold no request")
+
+    monkeypatch.setattr(track, "refresh", must_not_run)
+    assert requests_seen(t) == 2
+    saved = state_of(t, cache_home)["files"][str(t)]
+    assert (saved["offset"], saved["lines"]) == (t.stat().st_size, 4)
+    monkeypatch.undo()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache_home.parent))
+    monkeypatch.setattr(prices, "lookup_prices", lambda model, at=None: None)
+    write(t, THREE[2:], "a")
+    assert requests_seen(t) == 3
+    assert state_of(t, cache_home)["files"][str(t)]["lines"] == 5

@@ -103,12 +103,13 @@ def session_state(
     path = state.state_path(transcript, root)
     files = [transcript, *state.agent_files(transcript)]
     header, rest = (None, b"") if fresh else state.load_header(path)
-    if (
-        header is not None
-        and header.get("transcript") == transcript
-        and state.unchanged(header, files)
-    ):
-        return header
+    if header is not None and header.get("transcript") == transcript:
+        if state.unchanged(header, files):
+            return header
+        moved = state.skip_request_free_appends(header, files)
+        if moved is not None:
+            _save_moved(path, header, moved, rest)
+            return moved
     from cachediag.statusline.track import encode_state, refresh
 
     with state.WriterLock(path) as may_write, _Uncancellable(may_write):
@@ -121,6 +122,20 @@ def session_state(
             except OSError as exc:
                 log_failure(f"state not saved: {_describe(exc)}")
     return header
+
+
+def _save_moved(path: str, based_on: dict[str, Any], moved: dict[str, Any], rest: bytes) -> None:
+    """Save new file positions, unless a sibling saved another state meanwhile (then its
+    state, at least as far along, is kept)."""
+    import json
+
+    with state.WriterLock(path) as may_write:
+        if not may_write or state.load_header(path)[0] != based_on:
+            return
+        try:
+            state.save(path, json.dumps(moved, separators=(",", ":")).encode(), rest.strip())
+        except OSError as exc:
+            log_failure(f"state not saved: {_describe(exc)}")
 
 
 class _Uncancellable:

@@ -8,7 +8,6 @@ the saved offset restarts the whole session from byte 0 (a full recompute).
 from __future__ import annotations
 
 import os
-import zlib
 from typing import Any
 
 from cachediag.analysis.ledger import Ledger, LedgerEntry, Outcome
@@ -18,7 +17,15 @@ from cachediag.ingest.transcript import FORMAT, TranscriptReader, agent_kind
 from cachediag.model import MAIN_STREAM, SessionLog, StreamKind
 from cachediag.report.serialize import prompt_cache_dict
 from cachediag.statusline import codec
-from cachediag.statusline.state import STATE_VERSION, file_signature
+from cachediag.statusline.state import (
+    STATE_VERSION,
+    WANTED,
+    WANTED_WITH_CHAINS,
+    file_signature,
+    resumable,
+    tail_hash,
+    wanted_lines,
+)
 
 try:  # the reader already loaded orjson when it is installed; json is the fallback
     import orjson as _orjson
@@ -44,27 +51,6 @@ def _loads(raw: bytes) -> Any:
 
 State = dict[str, Any]
 
-WANTED = (b'"assistant"', b"compact_boundary")
-"""What ``transcript.wanted_line`` looks for; a test keeps the two in step."""
-WANTED_WITH_CHAINS = (*WANTED, b'"isSidechain":true', b'"isSidechain": true')
-"""What ``transcript.wanted_line_with_chains`` looks for."""
-
-
-def wanted_lines(data: bytes, end: int, needles: tuple[bytes, ...]) -> list[int]:
-    """Start offsets of the lines of ``data[:end]`` holding any needle, in order.
-
-    One C-level scan per needle over the whole buffer instead of a Python test per line:
-    on a 100 MB transcript this is most of a cold run's time saved.
-    """
-    starts: set[int] = set()
-    for needle in needles:
-        i = data.find(needle, 0, end)
-        while i >= 0:
-            starts.add(data.rfind(b"\n", 0, i) + 1)
-            line_end = data.find(b"\n", i, end)
-            i = data.find(needle, line_end + 1, end) if line_end >= 0 else -1
-    return sorted(starts)
-
 
 def encode_state(header: State, readers: dict[str, Any]) -> tuple[bytes, bytes]:
     return _dumps({**header, "version": STATE_VERSION}), _dumps(readers)
@@ -76,38 +62,6 @@ def load_readers(rest: bytes) -> dict[str, Any]:
     except (ValueError, RecursionError):
         return {}
     return readers if isinstance(readers, dict) else {}
-
-
-TAIL_BYTES = 64
-"""Bytes before the saved offset whose hash must still match: catches a file rewritten
-in place with the same inode and at least the same length."""
-
-
-def _tail_hash(fd: int, offset: int) -> str:
-    """Two checksums of the bytes before ``offset`` (never the bytes: they are prompt text)."""
-    n = min(TAIL_BYTES, offset)
-    tail = os.pread(fd, n, offset - n)
-    return f"{zlib.crc32(tail):08x}{zlib.adler32(tail):08x}"
-
-
-def _resumable(path: str, saved: Any) -> bool:
-    if not isinstance(saved, dict):
-        return False
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        st = os.fstat(fd)
-        offset = saved.get("offset")
-        return (
-            isinstance(offset, int)
-            and (st.st_ino, st.st_dev) == (saved.get("ino"), saved.get("dev"))
-            and st.st_size >= offset
-            and _tail_hash(fd, offset) == saved.get("tail")
-        )
-    finally:
-        os.close(fd)
 
 
 class Session:
@@ -173,7 +127,7 @@ class Session:
                 "mtime_ns": st.st_mtime_ns,
                 "offset": new_offset,
                 "lines": number,
-                "tail": _tail_hash(fp.fileno(), new_offset),
+                "tail": tail_hash(fp.fileno(), new_offset),
             }
 
     def _feed(self, reader: TranscriptReader, raw: bytes, number: int) -> None:
@@ -259,7 +213,7 @@ def refresh(
         header.get("transcript") != transcript
         or not isinstance(header.get("files"), dict)
         or not set(header["files"]) <= set(files)
-        or not all(_resumable(p, header["files"][p]) for p in header["files"])
+        or not all(resumable(p, header["files"][p]) for p in header["files"])
     ):
         header = None  # truncated, replaced, rewritten or vanished: start again
     try:
