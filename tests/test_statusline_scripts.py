@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURES, ROOT
-from tests.test_statusline import THREE, write
+from tests.statusline_support import THREE, write
 
 SCRIPTS = ROOT / "statusline"
 CASES = sorted((FIXTURES / "statusline").glob("*.json"))
