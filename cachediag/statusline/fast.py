@@ -1,9 +1,11 @@
 """``cachediag statusline``: stdin JSON in, one line (or ``--json``) out, always exit 0.
 
-The warm path (no file changed since the last run) imports only ``json``, ``os`` and
-this package's stdlib-only modules; ``track`` (reader, ledger) is loaded when bytes were
-appended. Any failure prints a short fallback and logs the details under the cache dir:
-a status line that errors or prints nothing is blanked by Claude Code.
+The warm path (no file changed since the last run) imports only ``os``, ``sys``,
+``time``, ``math``, ``zlib`` and the C JSON scanner (see ``jsonlite``), plus this
+package's stdlib-only modules; ``track`` (reader, ledger) is loaded when new lines may
+hold a request, and ``json`` only to write JSON. Any failure prints a short fallback and
+logs the details under the cache dir: a status line that errors or prints nothing is
+blanked by Claude Code.
 """
 
 from __future__ import annotations
