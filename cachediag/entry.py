@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import sys
 
-_CLI_ONLY = {"install", "-h", "--help"}
-"""``statusline`` arguments that need the click command (help text, settings writer)."""
+_HELP = {"-h", "--help"}
 
 
 def main() -> None:
     args = sys.argv[1:]
-    if args[:1] == ["statusline"] and not _CLI_ONLY.intersection(args[1:]):
+    # Only ``statusline install`` and the help text need click; the line itself must not.
+    if args[:1] == ["statusline"] and args[1:2] != ["install"] and not _HELP & set(args[1:]):
         from cachediag.statusline.fast import run
 
         sys.exit(run(args[1:]))
