@@ -19,6 +19,7 @@ COMMANDS = {
     "audit": "cachediag.cli.audit:audit",
     "explain": "cachediag.cli.explain:explain",
     "schema": "cachediag.cli.schema:schema",
+    "statusline": "cachediag.cli.statusline:statusline",
 }
 
 

@@ -7,12 +7,14 @@ pydantic models that document and validate exactly these shapes.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cachediag.analysis.costs import PriceFn, entry_cost, total_costs
 from cachediag.analysis.ledger import LedgerEntry, Outcome
-from cachediag.analysis.session import SessionAnalysis, StreamAnalysis
 from cachediag.analysis.summary import PromptCache
+
+if TYPE_CHECKING:  # annotations only: the status line imports this module on its own
+    from cachediag.analysis.session import SessionAnalysis, StreamAnalysis
 
 SCHEMA_VERSION = 1
 

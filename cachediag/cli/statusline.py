@@ -1,0 +1,85 @@
+"""``cachediag statusline``: help text and ``install``; the line itself runs in
+``cachediag.statusline.fast``, which ``entry`` reaches without importing click."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from cachediag.statusline.render import DEFAULT_FORMAT
+
+
+@click.group(invoke_without_command=True, context_settings={"ignore_unknown_options": True})
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="The stdin object back, with prompt_cache and a cachediag object.",
+)
+@click.option(
+    "--format", "fmt", metavar="TEMPLATE", help=f"Fields and order; default {DEFAULT_FORMAT!r}."
+)
+@click.option(
+    "--color/--no-color",
+    default=None,
+    help="Force colours on/off (default: on unless NO_COLOR or TERM=dumb).",
+)
+@click.option("--now", type=float, metavar="EPOCH", help="Pin the clock (Unix seconds).")
+@click.pass_context
+def statusline(
+    ctx: click.Context, as_json: bool, fmt: str | None, color: bool | None, now: float | None
+) -> None:
+    """Print one status line for Claude Code from the JSON it pipes on stdin.
+
+    Reads only what the transcript gained since the last run (state in
+    $XDG_CACHE_HOME/cachediag/), never fails: on any problem it prints 'cache ?' and logs
+    to statusline.log there.
+
+    \b
+    Fields for --format: {hit} {warm} {misses} {cost} {last} {agents} {rebuilds} {ttl}
+    {requests} {source}. An empty field drops with the text before it.
+    \b
+    Set it up:  cachediag statusline install
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from cachediag.statusline.fast import run
+
+    args = ["--json"] if as_json else []
+    if fmt is not None:
+        args += ["--format", fmt]
+    if color is not None:
+        args.append("--color" if color else "--no-color")
+    if now is not None:
+        args += ["--now", repr(now)]
+    ctx.exit(run(args, sys.stdin.buffer, sys.stdout))
+
+
+@statusline.command()
+@click.option(
+    "--settings",
+    "settings",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="settings.json to change (default: $CLAUDE_CONFIG_DIR or ~/.claude).",
+)
+@click.option(
+    "--script",
+    metavar="NAME",
+    help="Use a ready-made bash+jq script instead: 'jq' (Claude Code's prompt_cache only), "
+    "'cachediag-jq' (pipes through 'cachediag statusline --json'), or a path.",
+)
+@click.option("--force", is_flag=True, help="Replace a different status line already set.")
+def install(settings: Path | None, script: str | None, force: bool) -> None:
+    """Write the statusLine entry into Claude Code's settings.json (keeps a .bak)."""
+    from cachediag.statusline import install as setup
+
+    path = setup.settings_path(settings)
+    command = setup.script_command(script, path) if script else setup.fast_command()
+    done = setup.install(path, command, force=force)
+    if not done.changed:
+        click.echo(f"{path}: status line already installed; nothing changed.")
+        return
+    backup = f" (backup: {done.backup})" if done.backup else ""
+    click.echo(f"{path}: statusLine set to: {command}{backup}")

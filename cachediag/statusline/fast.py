@@ -1,0 +1,348 @@
+"""``cachediag statusline``: stdin JSON in, one line (or ``--json``) out, always exit 0.
+
+The warm path (no file changed since the last run) imports only ``os``, ``sys``,
+``time``, ``math``, ``zlib`` and the C JSON scanner (see ``jsonlite``), plus this
+package's stdlib-only modules; ``track`` (reader, ledger) is loaded when new lines may
+hold a request, and ``json`` only to write JSON. Any failure prints a short fallback and
+logs the details under the cache dir: a status line that errors or prints nothing is
+blanked by Claude Code.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from cachediag.statusline import jsonlite, render, state
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs milliseconds at run time; the warm path avoids it
+    from typing import IO, Any
+
+USAGE = (
+    "usage: cachediag statusline [--json] [--format TEMPLATE] [--color|--no-color] [--now EPOCH]"
+)
+MAX_LOG_BYTES = 256 * 1024
+
+
+class Options:
+    __slots__ = ("as_json", "color", "fmt", "now")
+
+    def __init__(self) -> None:
+        self.as_json = False
+        self.fmt = render.DEFAULT_FORMAT
+        self.color: bool | None = None
+        self.now: float | None = None
+
+
+def parse_args(args: list[str]) -> Options:
+    opts = Options()
+    it = iter(args)
+    for arg in it:
+        name, eq, value = arg.partition("=")
+        if name in ("--format", "--now") and not eq:
+            following = next(it, None)
+            if following is None:
+                raise ValueError(f"{name} needs a value")
+            value = following
+        if name == "--json" and not eq:
+            opts.as_json = True
+        elif name in ("--color", "--no-color") and not eq:
+            opts.color = name == "--color"
+        elif name == "--format":
+            render.parse_format(value)  # a bad template is reported, not half-rendered
+            opts.fmt = value
+        elif name == "--now":
+            opts.now = float(value)
+        else:
+            raise ValueError(f"unknown argument {name!r}; {USAGE}")
+    return opts
+
+
+def use_color(opts: Options) -> bool:
+    if opts.color is not None:
+        return opts.color
+    # Claude Code reads the line through a pipe and renders ANSI colours, so a tty test
+    # would always say no; NO_COLOR (https://no-color.org) and TERM=dumb opt out.
+    return not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+
+
+def log_failure(message: str) -> None:
+    """Append to ``<cache dir>/statusline.log``; never raises, never logs stdin content."""
+    try:
+        folder = state.cache_dir()
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        path = os.path.join(folder, "statusline.log")
+        try:
+            if os.path.getsize(path) > MAX_LOG_BYTES:
+                os.replace(path, path + ".1")
+        except OSError:
+            pass
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        with os.fdopen(fd, "a", encoding="utf-8", errors="replace") as fp:
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            fp.write(f"{stamp} pid={os.getpid()} {message}\n")
+    except Exception:  # the log is best effort; the line must still print
+        pass
+
+
+def _describe(exc: BaseException) -> str:
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = " <- ".join(f"{os.path.basename(f.filename)}:{f.lineno}" for f in reversed(frames))
+    # The exception's class and where it happened; its message only when it is ours.
+    text = str(exc)[:200] if isinstance(exc, ValueError | OSError) else ""
+    return f"{type(exc).__name__}: {text} at {where}"
+
+
+def session_state(
+    transcript: str, now: float, root: str | None = None, *, fresh: bool = False
+) -> dict[str, Any]:
+    """The session's state, brought up to date with the transcript and its agents;
+    ``fresh`` ignores the saved state and replaces it."""
+    path = state.state_path(transcript, root)
+    files = [transcript, *state.agent_files(transcript)]
+    header, rest = (None, b"") if fresh else state.load_header(path)
+    if header is not None and header.get("transcript") == transcript:
+        if state.unchanged(header, files):
+            return header
+        moved = state.skip_request_free_appends(header, files)
+        if moved is not None:
+            _save_moved(path, header, moved, rest)
+            return moved
+    from cachediag.statusline.track import encode_state, refresh
+
+    with state.WriterLock(path) as may_write, _Uncancellable(may_write):
+        if may_write and not fresh:
+            header, rest = state.load_header(path)  # a sibling may have saved meanwhile
+        header, readers = refresh(transcript, files[1:], header, rest, now)
+        if may_write:
+            try:
+                state.save(path, *encode_state(header, readers))
+            except OSError as exc:
+                log_failure(f"state not saved: {_describe(exc)}")
+    return header
+
+
+def _save_moved(path: str, based_on: dict[str, Any], moved: dict[str, Any], rest: bytes) -> None:
+    """Save new file positions, unless a sibling saved another state meanwhile (then its
+    state, at least as far along, is kept)."""
+    import json
+
+    with state.WriterLock(path) as may_write:
+        if not may_write or state.load_header(path)[0] != based_on:
+            return
+        try:
+            state.save(path, json.dumps(moved, separators=(",", ":")).encode(), rest.strip())
+        except OSError as exc:
+            log_failure(f"state not saved: {_describe(exc)}")
+
+
+class _Uncancellable:
+    """Hold SIGTERM/SIGHUP while the writer reads and saves.
+
+    Claude Code cancels a status line that is still running when the next update comes.
+    A first read of a long transcript can take longer than the gap between updates; were
+    it killed every time, no run would ever save its work and every run would start from
+    byte 0 again. So the writer finishes and saves, then exits as asked (a SIGKILL still
+    kills it; the state stays whole because it is replaced atomically).
+    """
+
+    def __init__(self, active: bool) -> None:
+        self.active = active
+        self.pending: list[int] = []
+        self.saved: list[tuple[int, Any]] = []
+
+    def _hold(self, signum: int, frame: Any) -> None:
+        self.pending.append(signum)
+
+    def __enter__(self) -> None:
+        if not self.active:
+            return
+        import contextlib
+        import signal
+
+        for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+            if sig is not None:
+                with contextlib.suppress(ValueError, OSError):  # not the main thread
+                    self.saved.append((sig, signal.signal(sig, self._hold)))
+
+    def __exit__(self, *exc_info: object) -> None:
+        if not self.saved:
+            return
+        import signal
+
+        for sig, previous in self.saved:
+            signal.signal(sig, previous)
+        if self.pending:
+            log_failure("cancelled while reading; state saved, exiting")
+            os.kill(os.getpid(), self.pending[0])
+
+
+def _streams(
+    header: dict[str, Any], now: float
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """The main stream and the others (in the order they started) from a state header."""
+    main = None
+    others: list[dict[str, Any]] = []
+    for sid, s in header["streams"].items():
+        pc = dict(s["prompt_cache"])
+        # The one clock-dependent field (prompt-cache.md §3), against this run's now.
+        pc["warm"] = pc["expires_at"] is not None and now < pc["expires_at"]
+        entry = {**s, "id": sid, "prompt_cache": pc}
+        if sid == "main":
+            main = entry
+        else:
+            others.append(entry)
+    others.sort(key=lambda s: (s["first_at"] is None, s["first_at"] or 0.0, s["id"]))
+    return main, others
+
+
+def _session_view(header: dict[str, Any], now: float) -> dict[str, Any]:
+    """What a session's state adds to the view; raises on a state of the wrong shape."""
+    main, streams = _streams(header, now)
+    out: dict[str, Any] = {"streams": streams, "subagents": _subagents(streams, now)}
+    if main is not None:
+        pc = main["prompt_cache"]
+        if not isinstance(pc["misses"], int) or not isinstance(main["unpriced_models"], list):
+            raise TypeError("state: main stream fields of the wrong type")
+        out["main_prompt_cache"] = pc
+        out["miss_cost_usd"] = main["miss_cost_usd"]
+        out["unpriced_models"] = main["unpriced_models"]
+    return out
+
+
+def _subagents(streams: list[dict[str, Any]], now: float) -> dict[str, Any] | None:
+    agents = [s for s in streams if s.get("kind") in ("subagent", "sidechain")]
+    if not agents:
+        return None
+    read = total = requests = misses = warm = 0
+    cost: float | None = 0.0
+    for s in agents:
+        ledger, pc = s["ledger"], s["prompt_cache"]
+        read += ledger["read_tokens"]
+        total += ledger["read_tokens"] + ledger["creation_tokens"] + ledger["input_tokens"]
+        requests += pc["requests"]
+        misses += pc["misses"]
+        warm += bool(pc["warm"])
+        if cost is not None and pc["misses"]:
+            cost = None if s["miss_cost_usd"] is None else cost + s["miss_cost_usd"]
+    return {
+        "streams": len(agents),
+        "requests": requests,
+        "misses": misses,
+        "hit_ratio": read / total if total else None,
+        "warm": warm,
+        "miss_cost_usd": cost,
+    }
+
+
+def build_view(payload: Any, now: float, root: str | None = None) -> dict[str, Any]:
+    """Everything the line and the JSON show, as plain values."""
+    obj = payload if isinstance(payload, dict) else {}
+    view: dict[str, Any] = {"now": now, "source": "none", "prompt_cache": None}
+    transcript = obj.get("transcript_path")
+    if isinstance(transcript, str) and transcript and "\x00" not in transcript:
+        transcript = os.path.abspath(os.path.expanduser(transcript))
+        if not os.path.isfile(transcript):
+            view["transcript"] = "missing"
+        else:
+            try:
+                try:
+                    found = _session_view(session_state(transcript, now, root), now)
+                except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                    # A saved state this code cannot use: start it again, once.
+                    log_failure(f"state unusable, recomputed: {_describe(exc)}")
+                    found = _session_view(session_state(transcript, now, root, fresh=True), now)
+                view.update(found)
+                view["transcript"] = "read"
+            except Exception as exc:  # Claude Code's own object may still make a line
+                log_failure(f"transcript not read: {_describe(exc)}")
+                view["transcript"] = "unreadable"
+    computed = view.pop("main_prompt_cache", None)
+    sent = obj.get("prompt_cache")
+    if isinstance(sent, dict):
+        view["prompt_cache"], view["source"] = sent, "claude-code"
+        # Claude Code's count may differ from ours; a cost must price the misses shown.
+        if computed is None or render.count(sent, "misses") != computed["misses"]:
+            view["miss_cost_usd"] = None
+    elif computed is not None:
+        view["prompt_cache"], view["source"] = computed, "transcript"
+    view.setdefault("streams", [])
+    view.setdefault("subagents", None)
+    return view
+
+
+def json_object(payload: Any, view: dict[str, Any]) -> dict[str, Any]:
+    out = dict(payload) if isinstance(payload, dict) else {}
+    if view["source"] == "transcript":
+        out["prompt_cache"] = view["prompt_cache"]
+    elif view["source"] == "none":
+        out.setdefault("prompt_cache", None)
+    expires = render.number(view["prompt_cache"], "expires_at")
+    out["cachediag"] = {
+        "version": 1,
+        "source": view["source"],
+        "transcript": view.get("transcript"),
+        "miss_cost_usd": view.get("miss_cost_usd"),
+        "unpriced_models": view.get("unpriced_models", []),
+        "seconds_to_expiry": None if expires is None else round(max(0.0, expires - view["now"]), 3),
+        "subagents": view["subagents"],
+        "streams": [
+            {
+                "id": s["id"],
+                "kind": s["kind"],
+                "prompt_cache": s["prompt_cache"],
+                "miss_cost_usd": s["miss_cost_usd"],
+            }
+            for s in view["streams"]
+        ],
+    }
+    return out
+
+
+def _fallback(as_json: bool, error: str) -> str:
+    if as_json:
+        import json
+
+        return json.dumps({"prompt_cache": None, "cachediag": {"version": 1, "error": error}})
+    return render.FALLBACK
+
+
+def run(args: list[str], stdin: IO[bytes] | None = None, stdout: IO[str] | None = None) -> int:
+    """The whole status line; returns the exit status, which is always 0."""
+    out = stdout or sys.stdout
+    as_json = "--json" in args
+    try:
+        opts = parse_args(args)
+        raw = (stdin or sys.stdin.buffer).read()
+        try:
+            payload = jsonlite.loads(raw) if raw.strip() else {}
+        except (ValueError, RecursionError) as exc:
+            log_failure(f"stdin is not JSON ({type(exc).__name__})")
+            payload = None
+        now = time.time() if opts.now is None else opts.now
+        view = build_view(payload, now)
+        if payload is not None and not isinstance(payload, dict):
+            log_failure(f"stdin is a JSON {type(payload).__name__}, not an object")
+        if opts.as_json:
+            import json
+
+            text = json.dumps(json_object(payload, view), allow_nan=False)
+        else:
+            text = render.render_line(view, opts.fmt, use_color(opts))
+    except Exception as exc:
+        log_failure(_describe(exc))
+        text = _fallback(as_json, "failed; see statusline.log in the cache dir")
+    try:
+        out.write(text + "\n")
+        out.flush()
+    except (OSError, ValueError):
+        pass  # Claude Code cancelled us and closed the pipe
+    return 0
+
+
+def main() -> None:
+    sys.exit(run(sys.argv[2:] if sys.argv[1:2] == ["statusline"] else sys.argv[1:]))

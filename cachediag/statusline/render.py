@@ -1,0 +1,221 @@
+"""The one-line status and the ``--json`` object, from plain values (no I/O, stdlib only).
+
+Values may come from Claude Code's own ``prompt_cache`` object, so every field is read
+through a type guard: a missing, null or wrongly typed field renders as absent.
+"""
+
+from __future__ import annotations
+
+import math
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs milliseconds at run time; the warm path avoids it
+    from collections.abc import Callable
+    from typing import Any, TypeAlias
+
+    View: TypeAlias = dict[str, Any]
+
+DEFAULT_FORMAT = "{hit} · {warm} · {misses} · {last} · {agents}"
+FALLBACK = "cache ?"
+
+NONE = "\u2013"
+"""Shown for a ratio that is undefined (no tokens yet): an en dash."""
+
+_GREEN, _YELLOW, _RED, _DIM, _RESET = "\x1b[32m", "\x1b[33m", "\x1b[31m", "\x1b[2m", "\x1b[0m"
+
+
+def number(obj: Any, key: str) -> float | None:
+    value = obj.get(key) if isinstance(obj, dict) else None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def count(obj: Any, key: str) -> int | None:
+    value = number(obj, key)
+    return int(value) if value is not None and value >= 0 else None
+
+
+def _paint(text: str, colour: str, on: bool) -> str:
+    return f"{colour}{text}{_RESET}" if on and text else text
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}es" if word.endswith("s") else f"{n} {word}s"
+
+
+def usd(value: float) -> str:
+    return f"${value:.2f}" if value >= 0.01 or value == 0 else "<$0.01"
+
+
+def clock(seconds: float) -> str:
+    s = max(0, int(seconds))
+    h, rest = divmod(s, 3600)
+    return f"{h}:{rest // 60:02d}:{rest % 60:02d}" if h else f"{rest // 60}:{rest % 60:02d}"
+
+
+def field_hit(view: View, color: bool) -> str:
+    pc = view.get("prompt_cache")
+    if not isinstance(pc, dict):
+        return "cache ?"
+    ratio = number(pc, "hit_ratio")
+    if ratio is None:
+        return f"cache {NONE}"
+    pct = math.floor(ratio * 100) if ratio < 1 else 100
+    tone = _GREEN if ratio >= 0.8 else _YELLOW if ratio >= 0.5 else _RED
+    return _paint(f"cache {pct}%", tone, color)
+
+
+def field_warm(view: View, color: bool) -> str:
+    pc = view.get("prompt_cache")
+    if not isinstance(pc, dict) or not count(pc, "requests"):
+        return ""
+    expires = number(pc, "expires_at")
+    if expires is not None:
+        left = expires - float(view.get("now", 0.0))
+        if left > 0:
+            return _paint(f"warm {clock(left)}", _GREEN, color)
+        return _paint("cold", _YELLOW, color)
+    if pc.get("warm") is True:
+        return _paint("warm", _GREEN, color)
+    return _paint("cold", _YELLOW, color)
+
+
+def field_misses(view: View, color: bool) -> str:
+    pc = view.get("prompt_cache")
+    misses = count(pc, "misses")
+    if misses is None:
+        return ""
+    text = _plural(misses, "miss")
+    cost = number(view, "miss_cost_usd")
+    if cost is not None and misses:
+        text += f" ({usd(cost)})"
+    return _paint(text, _RED, color and misses > 0)
+
+
+def field_cost(view: View, color: bool) -> str:
+    cost = number(view, "miss_cost_usd")
+    return "" if cost is None else usd(cost)
+
+
+def _cause_detail(cause: dict[str, Any]) -> str:
+    added, removed = count(cause, "tools_added"), count(cause, "tools_removed")
+    parts = []
+    if added or removed:
+        tools = "/".join(f"{sign}{n}" for sign, n in (("+", added), ("-", removed)) if n)
+        parts.append(f"{tools} tools")
+    delta = number(cause, "system_char_delta")
+    if delta:
+        parts.append(f"system {int(delta):+d} chars")
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+def field_last(view: View, color: bool) -> str:
+    pc = view.get("prompt_cache")
+    cause = pc.get("last_miss_cause") if isinstance(pc, dict) else None
+    causes = cause.get("causes") if isinstance(cause, dict) else None
+    if not isinstance(causes, list):
+        return ""
+    names = [c for c in causes if isinstance(c, str) and c][:3]
+    if not names:
+        return ""
+    assert isinstance(cause, dict)
+    return _paint(f"last: {'+'.join(names)}{_cause_detail(cause)}", _DIM, color)
+
+
+def field_agents(view: View, color: bool) -> str:
+    agents = view.get("subagents")
+    streams = count(agents, "streams")
+    if not streams:
+        return ""
+    ratio = number(agents, "hit_ratio")
+    text = f"agents {streams}: {NONE if ratio is None else f'{math.floor(ratio * 100)}%'}"
+    misses = count(agents, "misses") or 0
+    if misses:
+        text += f", {_plural(misses, 'miss')}"
+        cost = number(agents, "miss_cost_usd")
+        if cost is not None:
+            text += f" ({usd(cost)})"
+    return _paint(text, _RED if misses else _DIM, color)
+
+
+def field_rebuilds(view: View, color: bool) -> str:
+    n = count(view.get("prompt_cache"), "expected_rebuilds")
+    return _plural(n, "rebuild") if n else ""
+
+
+def field_ttl(view: View, color: bool) -> str:
+    pc = view.get("prompt_cache")
+    ttl = pc.get("ttl") if isinstance(pc, dict) else None
+    return f"ttl {ttl}" if ttl in ("5m", "1h") else ""
+
+
+def field_requests(view: View, color: bool) -> str:
+    n = count(view.get("prompt_cache"), "requests")
+    return "" if n is None else f"{n} req"
+
+
+def field_source(view: View, color: bool) -> str:
+    source = view.get("source")
+    return source if isinstance(source, str) else ""
+
+
+FIELDS: dict[str, Callable[[View, bool], str]] = {
+    "hit": field_hit,
+    "warm": field_warm,
+    "misses": field_misses,
+    "cost": field_cost,
+    "last": field_last,
+    "agents": field_agents,
+    "rebuilds": field_rebuilds,
+    "ttl": field_ttl,
+    "requests": field_requests,
+    "source": field_source,
+}
+
+
+def parse_format(template: str) -> list[tuple[str, str | None]]:
+    """``"{a} · {b}!"`` -> ``[("", "a"), (" · ", "b"), ("!", None)]``; ``{{``/``}}`` escape."""
+    parts: list[tuple[str, str | None]] = []
+    literal: list[str] = []
+    i = 0
+    while i < len(template):
+        ch = template[i]
+        if ch in "{}" and template[i + 1 : i + 2] == ch:
+            literal.append(ch)
+            i += 2
+            continue
+        if ch == "{":
+            end = template.find("}", i)
+            if end < 0:
+                raise ValueError("unclosed '{' in --format")
+            name = template[i + 1 : end].strip()
+            if name not in FIELDS:
+                raise ValueError(f"unknown --format field {name!r}")
+            parts.append(("".join(literal), name))
+            literal = []
+            i = end + 1
+            continue
+        literal.append(ch)
+        i += 1
+    parts.append(("".join(literal), None))
+    return parts
+
+
+def render_line(view: View, template: str = DEFAULT_FORMAT, color: bool = False) -> str:
+    """Fill the template; an empty field drops together with the text before it (its
+    separator), so ``{hit} · {last}`` shows ``cache 91%`` before the first miss."""
+    parts = parse_format(template)
+    out = [parts[0][0]]
+    emitted = False
+    for i, (before, name) in enumerate(parts):
+        if name is None:
+            out.append(before if i else "")
+            continue
+        value = FIELDS[name](view, color)
+        if value:
+            out.append(before if emitted and i else "")
+            out.append(value)
+            emitted = True
+    line = "".join(out).replace("\n", " ").strip()
+    return line or FALLBACK

@@ -1,0 +1,224 @@
+"""The status line in process: numbers, fields, fallbacks, costs, imports."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cachediag.analysis.costs import ModelPrices
+from cachediag.statusline import fast, install, prices, render
+from tests.conftest import ROOT
+from tests.statusline_support import (
+    T0,
+    THREE,
+    cache_home,
+    run_line,
+    write,
+)
+
+pytestmark = pytest.mark.usefixtures(cache_home.__name__)
+
+
+def test_line_from_transcript(tmp_path: Path) -> None:
+    t = tmp_path / "s1.jsonl"
+    write(t, THREE)
+    line = run_line({"transcript_path": str(t)}, "--no-color", "--now", str(T0 + 1000 + 100))
+    # hit ratio = reads / (reads + writes + input) = 20000 / (20000 + 41500 + 30) = 32.5%;
+    # the last request wrote 5m cache at T0+1000, so 300 - 100 s = 3:20 are left.
+    assert line == "cache 32% · warm 3:20 · 1 miss · last: ttl_expired_5m"
+
+
+def test_cost_of_misses_from_looked_up_prices(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[str] = []
+
+    def fake(model: str, at: float | None = None) -> ModelPrices:
+        calls.append(model)
+        return ModelPrices(5.0, 6.25, 10.0, 0.5, 25.0)
+
+    monkeypatch.setattr(prices, "lookup_prices", fake)
+    t = tmp_path / "s1.jsonl"
+    write(t, THREE)
+    payload = {"transcript_path": str(t)}
+    obj = json.loads(run_line(payload, "--json", "--now", str(T0 + 2000)))
+    # The miss could have read min(20510, 21010) = 20510 tokens and read 0; all 20510 were
+    # written at $6.25/M instead of read at $0.50/M: 20510 * 5.75e-6 = $0.1179325.
+    assert obj["cachediag"]["miss_cost_usd"] == pytest.approx(0.1179325)
+    assert run_line(payload, "--no-color", "--now", str(T0 + 2000)) == (
+        "cache 32% · cold · 1 miss ($0.12) · last: ttl_expired_5m"
+    )
+    # Looked up once, then taken from the state file.
+    assert calls == ["m-1"]
+
+
+def test_unknown_price_is_omitted_not_zero(tmp_path: Path) -> None:
+    t = tmp_path / "s1.jsonl"
+    write(t, THREE)
+    obj = json.loads(run_line({"transcript_path": str(t)}, "--json", "--now", str(T0)))
+    assert obj["cachediag"]["miss_cost_usd"] is None
+    assert obj["cachediag"]["unpriced_models"] == ["m-1"]
+    assert "$" not in run_line({"transcript_path": str(t)}, "--no-color")
+
+
+def test_claude_codes_prompt_cache_is_kept_as_sent(tmp_path: Path) -> None:
+    t = tmp_path / "s1.jsonl"
+    write(t, THREE)
+    sent = {"hit_ratio": 0.5, "requests": 9, "misses": 4, "expires_at": None, "odd": [1]}
+    obj = json.loads(run_line({"transcript_path": str(t), "prompt_cache": sent}, "--json"))
+    assert obj["prompt_cache"] == sent
+    assert obj["cachediag"]["source"] == "claude-code"
+    line = run_line({"prompt_cache": sent}, "--no-color", "--format", "{hit} {misses} {source}")
+    assert line == "cache 50% 4 misses claude-code"
+
+
+@pytest.mark.parametrize(
+    "stdin",
+    [b"", b"garbage", b"[1, 2]", b'{"transcript_path": 5}', b'{"transcript_path": "/nope"}'],
+)
+def test_fallbacks(stdin: bytes) -> None:
+    assert run_line(stdin, "--no-color") == "cache ?"
+    obj = json.loads(run_line(stdin, "--json"))
+    assert obj["prompt_cache"] is None
+
+
+def test_failure_is_logged_not_printed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cache_home: Path
+) -> None:
+    def boom(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(fast, "build_view", boom)
+    assert run_line({"transcript_path": "x"}) == "cache ?"
+    log = (cache_home / "statusline.log").read_text()
+    assert "RuntimeError" in log and "fast.py" in log
+    assert run_line(b"{}", "--bogus") == "cache ?"
+
+
+def test_format_template_and_colour(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    t = tmp_path / "s1.jsonl"
+    write(t, THREE[:2])
+    payload = {"transcript_path": str(t)}
+    now = str(T0 + 70)
+    # {last} is empty before the first miss and drops with the text before it;
+    # hit ratio = 20000 / (20000 + 20500 + 20) = 49.4%.
+    line = run_line(payload, "--no-color", "--now", now, "--format", "[{last} | {hit}|{ttl}]")
+    assert line == "[cache 49%|ttl 5m]"
+    assert run_line(payload, "--no-color", "--format", "{{{requests}}}") == "{2 req}"
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm")
+    assert "\x1b[" in run_line(payload, "--now", now)
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert "\x1b[" not in run_line(payload, "--now", now)
+    assert "\x1b[" in run_line(payload, "--now", now, "--color")
+    # A bad template is a fallback, not half a line.
+    assert run_line(payload, "--format", "{nope}") == "cache ?"
+
+
+def test_render_guards_every_field() -> None:
+    view = {
+        "now": 0.0,
+        "prompt_cache": {
+            "hit_ratio": True,
+            "requests": "3",
+            "misses": -1,
+            "expires_at": float("inf"),
+            "last_miss_cause": {"causes": [None, 3, "model_changed"], "tools_added": "x"},
+            "ttl": 5,
+        },
+        "subagents": {"streams": "2"},
+        "miss_cost_usd": "1",
+    }
+    assert render.render_line(view) == f"cache {render.NONE} · last: model_changed"
+
+
+WARM_PATH_FORBIDDEN = ("click", "rich", "pydantic", "genai_prices", "jq", "watchdog", "orjson")
+
+
+def imported(stderr: bytes) -> set[str]:
+    """Module names from ``python -X importtime`` output."""
+    return {
+        line.split("|")[-1].strip()
+        for line in stderr.decode().splitlines()
+        if line.startswith("import time:")
+    }
+
+
+def test_warm_path_imports_only_the_standard_library(tmp_path: Path, cache_home: Path) -> None:
+    t = tmp_path / "s1.jsonl"
+    write(t, THREE)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(cache_home.parent)}
+    stdin = json.dumps({"transcript_path": str(t)}).encode()
+    cmd = [sys.executable, "-X", "importtime", "-m", "cachediag", "statusline"]
+    first = subprocess.run(cmd, env=env, input=stdin, capture_output=True, check=True)
+    warm = subprocess.run(cmd, env=env, input=stdin, capture_output=True, check=True)
+    assert warm.stdout == first.stdout
+
+    warm_mods = imported(warm.stderr)
+    assert "cachediag.statusline.fast" in warm_mods
+    heavy = {m for m in warm_mods if m.split(".")[0] in WARM_PATH_FORBIDDEN}
+    assert not heavy
+    # Nor the reader and ledger, which only a changed transcript needs.
+    assert "cachediag.analysis.ledger" not in warm_mods
+    assert "cachediag.analysis.ledger" in imported(first.stderr)
+    # A first run is a full recompute: it may load price data for a model it has never
+    # priced (once: the price lands in the state and in the pricing disk cache), nothing
+    # else heavy.
+    cold_forbidden = set(WARM_PATH_FORBIDDEN[:6]) - {"genai_prices", "pydantic"}  # pydantic: genai's
+    assert not {m for m in imported(first.stderr) if m.split(".")[0] in cold_forbidden}
+
+
+def test_installed_command_warm_path_skips_json_and_typing(
+    tmp_path: Path, cache_home: Path
+) -> None:
+    """The command ``install`` writes runs without site; its warm path then loads not even
+    ``json``, ``re``, ``enum`` or ``typing`` (each costs milliseconds)."""
+    t = tmp_path / "s1.jsonl"
+    write(t, THREE)
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache_home.parent), "NO_COLOR": "1"}
+    stdin = json.dumps({"transcript_path": str(t)}).encode()
+    argv = install.fast_argv()
+    cmd = [argv[0], "-X", "importtime", *argv[1:]]
+    first = subprocess.run(cmd, env=env, input=stdin, capture_output=True, check=True)
+    warm = subprocess.run(cmd, env=env, input=stdin, capture_output=True, check=True)
+    assert warm.stdout == first.stdout and warm.stdout.startswith(b"cache 32%")
+    mods = imported(warm.stderr)
+    assert "cachediag.statusline.fast" in mods
+    assert not mods & {"json", "re", "enum", "typing", "dataclasses", "hashlib", "site"}
+
+
+def test_unreadable_transcript_still_shows_claude_codes_object(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cache_home: Path
+) -> None:
+    def unreadable(*args: Any) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(fast, "session_state", unreadable)
+    t = tmp_path / "s1.jsonl"
+    write(t, THREE)
+    payload = {"transcript_path": str(t), "prompt_cache": {"hit_ratio": 0.7, "misses": 1}}
+    assert run_line(payload, "--no-color") == "cache 70% · 1 miss"
+    assert json.loads(run_line(payload, "--json"))["cachediag"]["transcript"] == "unreadable"
+    assert "PermissionError" in (cache_home / "statusline.log").read_text()
+
+
+def test_cost_beside_claude_codes_count_only_when_the_counts_agree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(
+        prices, "lookup_prices", lambda m, at=None: ModelPrices(5, 6.25, 10, 0.5, 25)
+    )
+    t = tmp_path / "s1.jsonl"
+    write(t, THREE)
+    agree = {"transcript_path": str(t), "prompt_cache": {"hit_ratio": 0.3, "misses": 1}}
+    # One miss in the transcript too, priced as in test_cost_of_misses_from_looked_up_prices.
+    assert run_line(agree, "--no-color", "--format", "{misses}") == "1 miss ($0.12)"
+    differ = {"transcript_path": str(t), "prompt_cache": {"hit_ratio": 0.3, "misses": 2}}
+    assert run_line(differ, "--no-color", "--format", "{misses}") == "2 misses"
+    assert json.loads(run_line(differ, "--json"))["cachediag"]["miss_cost_usd"] is None
