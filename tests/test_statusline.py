@@ -170,7 +170,10 @@ def test_warm_path_imports_only_the_standard_library(tmp_path: Path, cache_home:
     # A first run is a full recompute: it may load price data for a model it has never
     # priced (once: the price lands in the state and in the pricing disk cache), nothing
     # else heavy.
-    cold_forbidden = set(WARM_PATH_FORBIDDEN[:6]) - {"genai_prices", "pydantic"}  # pydantic: genai's
+    cold_forbidden = set(WARM_PATH_FORBIDDEN[:6]) - {
+        "genai_prices",
+        "pydantic",
+    }  # pydantic: genai's
     assert not {m for m in imported(first.stderr) if m.split(".")[0] in cold_forbidden}
 
 
