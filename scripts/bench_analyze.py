@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -163,6 +164,7 @@ class Tool:
     env: dict[str, str]
     wall_s: list[float] = field(default_factory=list)
     peak_kib: list[int] = field(default_factory=list)
+    cpu_s: list[float] = field(default_factory=list)
     last_stdout: bytes = b""
 
 
@@ -211,11 +213,19 @@ def _run_polling(argv: list[str], env: dict[str, str], out_path: Path) -> tuple[
     return wall, peak
 
 
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run_once(tool: Tool, scratch: Path) -> None:
     """One timed run. It starts in ``scratch``: ``python -m`` puts the working directory
     ahead of ``PYTHONPATH``, so a run from a checkout would measure that checkout."""
     out_path = scratch / f"{tool.name}.out"
     time_bin = "/usr/bin/time"
+    # CPU time is a sum, so RUSAGE_CHILDREN deltas are exact per run (and include
+    # processes the tool spawns and waits for); peak RSS is a maximum, so it is not.
+    cpu_before = _children_cpu_s()
     if os.access(time_bin, os.X_OK):
         stats = scratch / f"{tool.name}.time"
         argv = [time_bin, "-f", "%e %M", "-o", str(stats), *tool.argv]
@@ -234,6 +244,7 @@ def run_once(tool: Tool, scratch: Path) -> None:
         peak = int(stats.read_text().split()[-1])
     else:
         wall, peak = _run_polling(tool.argv, tool.env, out_path)
+    tool.cpu_s.append(_children_cpu_s() - cpu_before)
     tool.wall_s.append(wall)
     tool.peak_kib.append(peak)
     tool.last_stdout = out_path.read_bytes()
@@ -323,19 +334,24 @@ def _median(values: list[float] | list[int]) -> float:
 
 def print_table(tools: list[Tool], size_bytes: int) -> None:
     mib = size_bytes / MIB
-    print(f"\n{'tool':<18} {'median s':>9} {'min s':>7} {'MiB/s':>8} {'peak MiB':>9}")
+    print(
+        f"\n{'tool':<18} {'wall s':>7} {'min s':>7} {'MiB/s':>7} {'CPU s':>7} {'peak MiB':>9}"
+        "   (medians unless named)"
+    )
     for t in tools:
         wall = _median(t.wall_s)
         print(
-            f"{t.name:<18} {wall:>9.3f} {min(t.wall_s):>7.3f} {mib / wall:>8.1f} "
-            f"{_median(t.peak_kib) / 1024:>9.1f}"
+            f"{t.name:<18} {wall:>7.3f} {min(t.wall_s):>7.3f} {mib / wall:>7.1f} "
+            f"{_median(t.cpu_s):>7.3f} {_median(t.peak_kib) / 1024:>9.1f}"
         )
     ours = tools[0]
     for other in tools[1:]:
         time_ratio = _median(ours.wall_s) / _median(other.wall_s)
+        cpu_ratio = _median(ours.cpu_s) / _median(other.cpu_s)
         mem_ratio = _median(ours.peak_kib) / _median(other.peak_kib)
         print(
-            f"ratio {ours.name}/{other.name}: time {time_ratio:.2f}x, peak memory {mem_ratio:.2f}x"
+            f"ratio {ours.name}/{other.name}: wall time {time_ratio:.2f}x, "
+            f"CPU time {cpu_ratio:.2f}x, peak memory {mem_ratio:.2f}x"
         )
 
 
@@ -379,7 +395,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(f"cachediag: {where} (python {sys.version.split()[0]})")
         print(f"ccusage:   {ccusage[0]}")
-        print(f"machine:   {os.cpu_count()} CPUs; {args.runs} interleaved runs after a warm-up")
+        load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+        print(f"machine:   {os.cpu_count()} CPUs, load average {load}")
+        print(f"runs:      {args.runs} per tool, interleaved, after one warm-up run each")
 
         cc_env = dict(os.environ, CLAUDE_CONFIG_DIR=str(tree))
         cc_args = ["claude", "session", "--json", "--offline"]
@@ -401,6 +419,7 @@ def main(argv: list[str] | None = None) -> int:
             run_once(t, scratch)
             t.wall_s.clear()
             t.peak_kib.clear()
+            t.cpu_s.clear()
         for i in range(args.runs):
             order = tools if i % 2 == 0 else tools[::-1]
             for t in order:
