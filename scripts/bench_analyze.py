@@ -120,17 +120,19 @@ def build_tree(root: Path, units: list[SessionUnit], target_bytes: int) -> tuple
     return written, files, sessions
 
 
-def find_ccusage() -> list[str]:
+def find_ccusage(prefixes: tuple[Path, ...] = (Path("/tmp/ccu"), CCUSAGE_CACHE)) -> list[str]:
+    """``ccusage`` on PATH, else under one of ``prefixes``, else installed under the last."""
     on_path = shutil.which("ccusage")
     if on_path:
         return [on_path]
-    for prefix in (Path("/tmp/ccu"), CCUSAGE_CACHE):
+    for prefix in prefixes:
         script = prefix / "node_modules" / ".bin" / "ccusage"
         if script.exists():
             return [str(script)]
     if shutil.which("npm") is None:
         raise SystemExit("error: ccusage is not installed and npm is not available")
-    print(f"installing {' '.join(CCUSAGE_PACKAGES)} into {CCUSAGE_CACHE}", file=sys.stderr)
+    target = prefixes[-1]
+    print(f"installing {' '.join(CCUSAGE_PACKAGES)} into {target}", file=sys.stderr)
     subprocess.run(
         [
             "npm",
@@ -138,13 +140,13 @@ def find_ccusage() -> list[str]:
             "--no-audit",
             "--no-fund",
             "--prefix",
-            str(CCUSAGE_CACHE),
+            str(target),
             *CCUSAGE_PACKAGES,
         ],
         check=True,
         stdout=subprocess.DEVNULL,
     )
-    return [str(CCUSAGE_CACHE / "node_modules" / ".bin" / "ccusage")]
+    return [str(target / "node_modules" / ".bin" / "ccusage")]
 
 
 def native_ccusage(script: str) -> str | None:
