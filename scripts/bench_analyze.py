@@ -1,10 +1,11 @@
 """Time ``cachediag analyze --json`` against ``ccusage claude session --json --offline``.
 
-Both tools read the same ~100 MB Claude Code transcript tree, built from the real corpus
+Both tools read the same ~100 MiB Claude Code transcript tree, built from the real corpus
 by copying its sessions under fresh ids. Runs are interleaved (the order alternates) and
 each tool gets one untimed warm-up run, so both see a warm page cache. Reported: median
-whole-process wall time, MiB/s, median peak RSS, the cachediag/ccusage ratios, and whether
-the two agree on the token totals of the tree.
+whole-process wall time, MiB/s, median CPU time and peak RSS, the cachediag/ccusage
+ratios, and whether the two agree on the token totals of the tree (exit 1 if not).
+docs/benchmarks.md has the method and the figures.
 
     python scripts/bench_analyze.py [--size-mb 100] [--runs 5] [--keep]
 
@@ -396,7 +397,12 @@ def main(argv: list[str] | None = None) -> int:
             f"tree:      {tree}/projects: {size / MIB:.1f} MiB, {files} files, {sessions} sessions"
         )
         print(f"cachediag: {where} (python {sys.version.split()[0]})")
-        print(f"ccusage:   {ccusage[0]}")
+        version = subprocess.run(
+            [*ccusage, "--version"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        print(f"ccusage:   {ccusage[0]} ({version})")
+        if version.split()[-1] != CCUSAGE_VERSION:
+            print(f"warning: the benchmark is defined for ccusage {CCUSAGE_VERSION}")
         load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
         print(f"machine:   {os.cpu_count()} CPUs, load average {load}")
         print(f"runs:      {args.runs} per tool, interleaved, after one warm-up run each")
