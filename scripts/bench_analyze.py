@@ -1,0 +1,447 @@
+"""Time ``cachediag analyze --json`` against ``ccusage claude session --json --offline``.
+
+Both tools read the same ~100 MiB Claude Code transcript tree, built from the real corpus
+by copying its sessions under fresh ids. Runs are interleaved (the order alternates) and
+each tool gets one untimed warm-up run, so both see a warm page cache. Reported: median
+whole-process wall time, MiB/s, median CPU time and peak RSS, the cachediag/ccusage
+ratios, and whether the two agree on the token totals of the tree (exit 1 if not).
+docs/benchmarks.md has the method and the figures.
+
+    python scripts/bench_analyze.py [--size-mb 100] [--runs 5] [--keep]
+
+The cachediag under test is whatever ``PYTHONPATH`` points at; when it is unset, the
+repository this script lives in.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_CORPUS = REPO.parent / "shared" / "corpus" / "claude-code"
+BUNDLED_CORPUS = REPO / "fixtures" / "real"
+CCUSAGE_VERSION = "20.0.24"
+CCUSAGE_PACKAGES = (f"ccusage@{CCUSAGE_VERSION}", f"@ccusage/ccusage-linux-x64@{CCUSAGE_VERSION}")
+CCUSAGE_CACHE = Path(tempfile.gettempdir()) / f"cachediag-bench-ccusage-{CCUSAGE_VERSION}"
+MIB = 1024 * 1024
+TOKEN_FIELDS = ("input", "cache_read", "cache_creation", "output")
+
+_SESSION_ID = re.compile(rb'"sessionId":\s*"([^"]+)"')
+# Response and request ids get a per-copy tag: ccusage deduplicates on them across the
+# whole tree, so untagged copies would be counted once by ccusage and N times by us.
+_RESPONSE_ID = re.compile(rb'"(msg_|req_)')
+_NAMESPACE = uuid.UUID("6f1c1c2e-2b8a-4c55-9d1e-6a0c4b7d9e10")
+
+
+@dataclass(slots=True)
+class SessionUnit:
+    """One session of the corpus: its main file, its subagent files, any agent-* files."""
+
+    project: str
+    session_id: str
+    files: list[tuple[Path, bytes]] = field(default_factory=list)
+
+    @property
+    def size(self) -> int:
+        return sum(len(data) for _, data in self.files)
+
+
+def _file_session_id(rel: Path, data: bytes) -> str:
+    parts = rel.parts
+    if "subagents" in parts[:-1]:
+        return parts[parts.index("subagents") - 1]
+    found = _SESSION_ID.search(data)
+    return found.group(1).decode() if found else rel.stem
+
+
+def read_units(corpus: Path) -> list[SessionUnit]:
+    """The transcript sessions below ``corpus``, one folder per project."""
+    units: dict[tuple[str, str], SessionUnit] = {}
+    for project in sorted(p for p in corpus.iterdir() if p.is_dir()):
+        for path in sorted(project.rglob("*.jsonl")):
+            data = path.read_bytes()
+            if _SESSION_ID.search(data[:65536]) is None:
+                continue  # not a Claude Code transcript (e.g. a claude-trace request log)
+            rel = path.relative_to(project)
+            sid = _file_session_id(rel, data)
+            unit = units.setdefault((project.name, sid), SessionUnit(project.name, sid))
+            unit.files.append((rel, data))
+    return list(units.values())
+
+
+def _copy_path(rel: Path, old: str, new: str) -> Path:
+    parts = list(rel.parts)
+    if len(parts) == 1 and not parts[0].startswith("agent-"):
+        return Path(f"{new}.jsonl")  # a main transcript is named after its session
+    return Path(*[new if part == old else part for part in parts])
+
+
+def build_tree(root: Path, units: list[SessionUnit], target_bytes: int) -> tuple[int, int, int]:
+    """Write copies of ``units`` round-robin under ``root/projects`` until the target size.
+
+    Copy ``k`` of a session lives in project ``<project>-copyNN`` with a fresh session id
+    (file names, folder names and every ``sessionId`` value rewritten alike) and tagged
+    response ids. Returns (bytes, files, sessions) written.
+    """
+    if not units or all(u.size == 0 for u in units):
+        raise SystemExit("error: the corpus holds no Claude Code transcripts")
+    written = files = sessions = 0
+    copy = 0
+    while written < target_bytes:
+        copy += 1
+        tag = f"c{copy:03d}x".encode()
+        for unit in units:
+            if written >= target_bytes:
+                break
+            new = str(uuid.uuid5(_NAMESPACE, f"{copy}:{unit.project}:{unit.session_id}"))
+            project_dir = root / "projects" / f"{unit.project}-copy{copy:02d}"
+            for rel, data in unit.files:
+                out = data.replace(unit.session_id.encode(), new.encode())
+                out = _RESPONSE_ID.sub(rb'"\1' + tag, out)
+                dest = project_dir / _copy_path(rel, unit.session_id, new)
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                dest.write_bytes(out)
+                written += len(out)
+                files += 1
+            sessions += 1
+    return written, files, sessions
+
+
+def find_ccusage(prefixes: tuple[Path, ...] = (Path("/tmp/ccu"), CCUSAGE_CACHE)) -> list[str]:
+    """``ccusage`` on PATH, else under one of ``prefixes``, else installed under the last."""
+    on_path = shutil.which("ccusage")
+    if on_path:
+        return [on_path]
+    for prefix in prefixes:
+        script = prefix / "node_modules" / ".bin" / "ccusage"
+        if script.exists():
+            return [str(script)]
+    if shutil.which("npm") is None:
+        raise SystemExit("error: ccusage is not installed and npm is not available")
+    target = prefixes[-1]
+    print(f"installing {' '.join(CCUSAGE_PACKAGES)} into {target}", file=sys.stderr)
+    subprocess.run(
+        [
+            "npm",
+            "install",
+            "--no-audit",
+            "--no-fund",
+            "--prefix",
+            str(target),
+            *CCUSAGE_PACKAGES,
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    return [str(target / "node_modules" / ".bin" / "ccusage")]
+
+
+def native_ccusage(script: str) -> str | None:
+    """The static binary the npm ``ccusage`` script spawns, to time it without node."""
+    base = Path(script).resolve().parent
+    for up in (base, *base.parents):
+        binary = up / "node_modules" / "@ccusage" / "ccusage-linux-x64" / "bin" / "ccusage"
+        if binary.is_file():
+            return str(binary)
+    return None
+
+
+@dataclass(slots=True)
+class Tool:
+    name: str
+    argv: list[str]
+    env: dict[str, str]
+    wall_s: list[float] = field(default_factory=list)
+    peak_kib: list[int] = field(default_factory=list)
+    cpu_s: list[float] = field(default_factory=list)
+    last_stdout: bytes = b""
+
+
+def _children_of(pid: int) -> Iterator[int]:
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # The command name may hold spaces and parentheses; fields resume after the last ')'.
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[1]) == pid:
+            yield int(entry.name)
+
+
+def _hwm_kib(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _run_polling(argv: list[str], env: dict[str, str], out_path: Path) -> tuple[float, int]:
+    """Fallback without /usr/bin/time: poll VmHWM of the process and its descendants."""
+    with out_path.open("wb") as out:
+        start = time.perf_counter()
+        proc = subprocess.Popen(
+            argv, env=env, stdout=out, stderr=subprocess.PIPE, cwd=out_path.parent
+        )
+        peak = 0
+        while proc.poll() is None:
+            pids = [proc.pid]
+            for pid in pids:
+                peak = max(peak, _hwm_kib(pid))
+                pids.extend(_children_of(pid))
+            time.sleep(0.005)
+        wall = time.perf_counter() - start
+        stderr = proc.stderr.read() if proc.stderr else b""
+    if proc.returncode != 0:
+        raise SystemExit(f"error: {argv[0]} exited {proc.returncode}: {stderr.decode()[-2000:]}")
+    return wall, peak
+
+
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_once(tool: Tool, scratch: Path) -> None:
+    """One timed run. It starts in ``scratch``: ``python -m`` puts the working directory
+    ahead of ``PYTHONPATH``, so a run from a checkout would measure that checkout."""
+    out_path = scratch / f"{tool.name}.out"
+    time_bin = "/usr/bin/time"
+    # CPU time is a sum, so RUSAGE_CHILDREN deltas are exact per run (and include
+    # processes the tool spawns and waits for); peak RSS is a maximum, so it is not.
+    cpu_before = _children_cpu_s()
+    if os.access(time_bin, os.X_OK):
+        stats = scratch / f"{tool.name}.time"
+        argv = [time_bin, "-f", "%e %M", "-o", str(stats), *tool.argv]
+        with out_path.open("wb") as out:
+            start = time.perf_counter()
+            done = subprocess.run(
+                argv, env=tool.env, stdout=out, stderr=subprocess.PIPE, cwd=scratch
+            )
+            wall = time.perf_counter() - start
+        if done.returncode != 0:
+            raise SystemExit(
+                f"error: {tool.name} exited {done.returncode}: {done.stderr.decode()[-2000:]}"
+            )
+        # %M is the child's peak RSS in KiB; for a process that spawns another (the npm
+        # ccusage script) it is the larger of the two peaks, not their sum.
+        peak = int(stats.read_text().split()[-1])
+    else:
+        wall, peak = _run_polling(tool.argv, tool.env, out_path)
+    tool.cpu_s.append(_children_cpu_s() - cpu_before)
+    tool.wall_s.append(wall)
+    tool.peak_kib.append(peak)
+    tool.last_stdout = out_path.read_bytes()
+
+
+Totals = dict[str, int]
+Row = tuple[int, int, int, int]
+
+
+def _add(total: Totals, row: Row) -> None:
+    for name, value in zip(TOKEN_FIELDS, row, strict=True):
+        total[name] += value
+
+
+def cachediag_totals(stdout: bytes) -> tuple[Totals, dict[str, Row], dict[tuple[str, str], str]]:
+    """Tree totals, per-session rows, and (project, agent file id) -> owning session."""
+    total = dict.fromkeys(TOKEN_FIELDS, 0)
+    per_session: dict[str, Row] = {}
+    owners: dict[tuple[str, str], str] = {}
+    for line in stdout.splitlines():
+        if not line.strip():
+            continue
+        obj = json.loads(line)
+        t = obj["totals"]
+        row = (
+            t["input_tokens"],
+            t["cache_read_tokens"],
+            t["cache_creation_tokens"],
+            t["output_tokens"],
+        )
+        _add(total, row)
+        per_session[obj["session_id"]] = row
+        for stream in obj["streams"]:
+            owners[(obj.get("project") or "", stream["id"])] = obj["session_id"]
+    return total, per_session, owners
+
+
+def ccusage_totals(
+    stdout: bytes, owners: dict[tuple[str, str], str]
+) -> tuple[Totals, dict[str, Row]]:
+    """Tree totals and per-session rows, agent files folded into the session they serve.
+
+    ccusage names a session after its file, so a Claude Code 2.0 ``agent-*.jsonl`` lying
+    beside its session is a session of its own there; cachediag reads it as a stream of
+    the session its lines name. Folding uses cachediag's stream list, so it only moves
+    rows between sessions and cannot change the tree totals.
+    """
+    total = dict.fromkeys(TOKEN_FIELDS, 0)
+    per_session: dict[str, list[int]] = {}
+    for s in json.loads(stdout)["sessions"]:
+        row = (s["inputTokens"], s["cacheReadTokens"], s["cacheCreationTokens"], s["outputTokens"])
+        _add(total, row)
+        sid = owners.get((s.get("projectPath") or "", s["sessionId"]), s["sessionId"])
+        acc = per_session.setdefault(sid, [0, 0, 0, 0])
+        for i, value in enumerate(row):
+            acc[i] += value
+    return total, {k: (v[0], v[1], v[2], v[3]) for k, v in per_session.items()}
+
+
+def check_totals(ours: bytes, theirs: bytes) -> bool:
+    our_total, our_sessions, owners = cachediag_totals(ours)
+    their_total, their_sessions = ccusage_totals(theirs, owners)
+    print("\nToken totals over the tree (sum of per-session totals):")
+    print(f"  {'':16} {'cachediag':>16} {'ccusage':>16}")
+    for name in TOKEN_FIELDS:
+        flag = "" if our_total[name] == their_total[name] else "  <-- differs"
+        print(f"  {name:16} {our_total[name]:>16,} {their_total[name]:>16,}{flag}")
+    ids = our_sessions.keys() | their_sessions.keys()
+    differ = sorted(s for s in ids if our_sessions.get(s) != their_sessions.get(s))
+    print(
+        f"  per session (agent-*.jsonl beside a session folded into it): "
+        f"{len(ids) - len(differ)} of {len(ids)} sessions identical"
+    )
+    for sid in differ[:5]:
+        print(
+            f"    differs: {sid}: cachediag {our_sessions.get(sid)}, "
+            f"ccusage {their_sessions.get(sid)}"
+        )
+    same = our_total == their_total and not differ
+    print(f"  token totals agree: {'yes' if same else 'NO'}")
+    return same
+
+
+def _median(values: list[float] | list[int]) -> float:
+    return float(statistics.median(values))
+
+
+def print_table(tools: list[Tool], size_bytes: int) -> None:
+    mib = size_bytes / MIB
+    print(
+        f"\n{'tool':<18} {'wall s':>7} {'min s':>7} {'MiB/s':>7} {'CPU s':>7} {'peak MiB':>9}"
+        "   (medians unless named)"
+    )
+    for t in tools:
+        wall = _median(t.wall_s)
+        print(
+            f"{t.name:<18} {wall:>7.3f} {min(t.wall_s):>7.3f} {mib / wall:>7.1f} "
+            f"{_median(t.cpu_s):>7.3f} {_median(t.peak_kib) / 1024:>9.1f}"
+        )
+    ours = tools[0]
+    for other in tools[1:]:
+        time_ratio = _median(ours.wall_s) / _median(other.wall_s)
+        cpu_ratio = _median(ours.cpu_s) / _median(other.cpu_s)
+        mem_ratio = _median(ours.peak_kib) / _median(other.peak_kib)
+        print(
+            f"ratio {ours.name}/{other.name}: wall time {time_ratio:.2f}x, "
+            f"CPU time {cpu_ratio:.2f}x, peak memory {mem_ratio:.2f}x"
+        )
+
+
+def cachediag_env() -> dict[str, str]:
+    env = dict(os.environ)
+    if not env.get("PYTHONPATH"):
+        env["PYTHONPATH"] = str(REPO)
+    return env
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size-mb", type=float, default=100.0, help="tree size in MiB")
+    parser.add_argument("--runs", type=int, default=5, help="timed runs per tool")
+    parser.add_argument("--corpus", type=Path, help="folder of project folders to copy")
+    parser.add_argument("--keep", action="store_true", help="keep the tree; print its path")
+    parser.add_argument(
+        "--no-native", action="store_true", help="skip timing ccusage's binary without node"
+    )
+    args = parser.parse_args(argv)
+    corpus = args.corpus or (SHARED_CORPUS if SHARED_CORPUS.is_dir() else BUNDLED_CORPUS)
+
+    ccusage = find_ccusage()
+    env = cachediag_env()
+    where = subprocess.run(
+        [sys.executable, "-c", "import cachediag; print(cachediag.__file__)"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tempfile.gettempdir(),
+    ).stdout.strip()
+
+    tmp = Path(tempfile.mkdtemp(prefix="cachediag-bench-"))
+    try:
+        tree = tmp / "tree"
+        size, files, sessions = build_tree(tree, read_units(corpus), int(args.size_mb * MIB))
+        print(f"corpus:    {corpus}")
+        print(
+            f"tree:      {tree}/projects: {size / MIB:.1f} MiB, {files} files, {sessions} sessions"
+        )
+        print(f"cachediag: {where} (python {sys.version.split()[0]})")
+        version = subprocess.run(
+            [*ccusage, "--version"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        print(f"ccusage:   {ccusage[0]} ({version})")
+        if version.split()[-1] != CCUSAGE_VERSION:
+            print(f"warning: the benchmark is defined for ccusage {CCUSAGE_VERSION}")
+        load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+        print(f"machine:   {os.cpu_count()} CPUs, load average {load}")
+        print(f"runs:      {args.runs} per tool, interleaved, after one warm-up run each")
+
+        cc_env = dict(os.environ, CLAUDE_CONFIG_DIR=str(tree))
+        cc_args = ["claude", "session", "--json", "--offline"]
+        tools = [
+            Tool(
+                "cachediag",
+                [sys.executable, "-m", "cachediag", "analyze", "--json", str(tree / "projects")],
+                env,
+            ),
+            Tool("ccusage", [*ccusage, *cc_args], cc_env),
+        ]
+        binary = None if args.no_native else native_ccusage(ccusage[0])
+        if binary is not None:
+            tools.append(Tool("ccusage (no node)", [binary, *cc_args], cc_env))
+
+        scratch = tmp / "out"
+        scratch.mkdir()
+        for t in tools:
+            run_once(t, scratch)
+            t.wall_s.clear()
+            t.peak_kib.clear()
+            t.cpu_s.clear()
+        for i in range(args.runs):
+            order = tools if i % 2 == 0 else tools[::-1]
+            for t in order:
+                run_once(t, scratch)
+
+        print_table(tools, size)
+        agree = check_totals(tools[0].last_stdout, tools[1].last_stdout)
+        if args.keep:
+            print(f"\ntree kept at {tree}")
+        return 0 if agree else 1
+    finally:
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
