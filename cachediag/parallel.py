@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from typing import TypeVar
 
 from cachediag.ingest.discover import SessionSource
@@ -48,5 +47,8 @@ def map_ordered(fn: Callable[[T], R], items: Iterable[T], jobs: int) -> Iterator
     if jobs <= 1:
         yield from map(fn, items)
         return
+    # Imported here: the process machinery costs ~8 ms that small runs need not pay.
+    from concurrent.futures import ProcessPoolExecutor
+
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         yield from pool.map(fn, items)

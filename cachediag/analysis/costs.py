@@ -100,6 +100,15 @@ class CostTotals:
     unpriced_requests: int = 0
 
 
+def sum_costs(parts: Iterable[CostTotals]) -> CostTotals:
+    total = CostTotals()
+    for c in parts:
+        total.cost_usd += c.cost_usd
+        total.miss_cost_usd += c.miss_cost_usd
+        total.unpriced_requests += c.unpriced_requests
+    return total
+
+
 def entry_cost(entry: LedgerEntry, price_of: PriceFn) -> EntryCost:
     prices = price_of(entry.record)
     if prices is None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from cachediag.analysis.costs import PriceFn, entry_cost, total_costs
+from cachediag.analysis.costs import CostTotals, PriceFn, entry_cost, sum_costs, total_costs
 from cachediag.analysis.ledger import LedgerEntry, Outcome
 from cachediag.analysis.summary import PromptCache
 
@@ -114,9 +114,8 @@ def request_dict(entry: LedgerEntry, price_of: PriceFn | None = None) -> dict[st
     return out
 
 
-def cost_dict(entries: list[LedgerEntry], price_of: PriceFn) -> dict[str, Any]:
+def cost_dict(c: CostTotals) -> dict[str, Any]:
     """Costs of a stream (or several): unpriced requests are counted, never priced at $0."""
-    c = total_costs(entries, price_of)
     return {
         "cost_usd": round(c.cost_usd, 6),
         "miss_cost_usd": round(c.miss_cost_usd, 6),
@@ -125,7 +124,10 @@ def cost_dict(entries: list[LedgerEntry], price_of: PriceFn) -> dict[str, Any]:
 
 
 def _stream_dict(
-    s: StreamAnalysis, requests: bool, price_of: PriceFn | None = None
+    s: StreamAnalysis,
+    requests: bool,
+    price_of: PriceFn | None = None,
+    costs: CostTotals | None = None,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {
         "id": s.log.id,
@@ -133,8 +135,8 @@ def _stream_dict(
         "source": s.log.source,
         "prompt_cache": prompt_cache_dict(s.prompt_cache),
     }
-    if price_of is not None:
-        out["cost"] = cost_dict(s.entries, price_of)
+    if costs is not None:
+        out["cost"] = cost_dict(costs)
     if requests:
         out["requests"] = [request_dict(e, price_of) for e in s.entries]
     return out
@@ -148,6 +150,8 @@ def session_dict(
     pricing_source: str | None = None,
 ) -> dict[str, Any]:
     log = a.log
+    # Each stream is priced once; the session's total is the sum of its streams.
+    costs = None if price_of is None else [total_costs(s.entries, price_of) for s in a.streams]
     out: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "session_id": log.session_id,
@@ -155,15 +159,18 @@ def session_dict(
         "format": log.format,
         "project": log.project,
         "prompt_cache": prompt_cache_dict(a.main.prompt_cache),
-        "streams": [_stream_dict(s, requests, price_of) for s in a.others],
+        "streams": [
+            _stream_dict(s, requests, price_of, None if costs is None else costs[i])
+            for i, s in enumerate(a.others, start=1)
+        ],
         "totals": totals_dict(a),
         "api_errors": log.api_errors,
         "skipped_lines": len(log.issues),
     }
-    if price_of is not None:
+    if costs is not None:
         out["cost"] = {
-            **cost_dict([e for s in a.streams for e in s.entries], price_of),
-            "main": cost_dict(a.main.entries, price_of),
+            **cost_dict(sum_costs(costs)),
+            "main": cost_dict(costs[0]),
             "pricing_source": pricing_source,
         }
     if requests:
