@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import IO
+from typing import IO, Generic, TypeVar
 
 from cachediag.analysis.session import SessionAnalysis, analyze_session
 from cachediag.errors import CachediagError, InputError
@@ -40,21 +40,39 @@ def default_paths() -> list[Path]:
     return found
 
 
-Outcome = tuple[SessionAnalysis | None, list[LineIssue], str | None]
-"""One source read: its analysis (or ``None``), notes of a passed-over file, an error."""
+T = TypeVar("T")
 
 
-def analyze_source(src: SessionSource, now: float) -> Outcome:
-    """Read and analyse one session (in a worker process when there are many)."""
+def _same(a: SessionAnalysis) -> SessionAnalysis:
+    return a
+
+
+@dataclass(slots=True, frozen=True)
+class SourceResult(Generic[T]):
+    """One source read: what ``render`` made of it, its skipped lines, or why not."""
+
+    value: T | None
+    issues: list[LineIssue]
+    passed_over: bool = False
+    """A stray file in a scanned folder (e.g. history.jsonl): not a session."""
+    error: str | None = None
+
+
+def analyze_source(
+    src: SessionSource, now: float, render: Callable[[SessionAnalysis], T]
+) -> SourceResult[T]:
+    """Read, analyse and render one session (in a worker process when there are many).
+
+    Rendering in the worker matters: a JSON line travels back to the parent far cheaper
+    than the analysis it was made from.
+    """
     try:
         log = read_session(src)
     except CachediagError as exc:
-        return None, [], str(exc)
+        return SourceResult(None, [], error=str(exc))
     if log.main_unreadable and not any(s.items for s in log.streams.values()):
-        # A stray JSONL file in a scanned folder (e.g. history.jsonl): not a session;
-        # its note still reaches stderr.
-        return None, log.issues, None
-    return analyze_session(log, now), [], None
+        return SourceResult(None, log.issues, passed_over=True)
+    return SourceResult(render(analyze_session(log, now)), log.issues)
 
 
 @dataclass(slots=True)
@@ -62,28 +80,39 @@ class Run:
     """What one run read: its sessions as they are analysed, and errors kept for the end."""
 
     errors: list[str] = field(default_factory=list)
-    skipped: list[LineIssue] = field(default_factory=list)
-    """Notes of files that were passed over as not being sessions."""
+    issues: list[LineIssue] = field(default_factory=list)
+    """Lines skipped, and files passed over as not being sessions (line 0)."""
     on_progress: Callable[[int, int], None] | None = None
     """Called with (sessions read, sessions found) after each session file."""
     jobs: int | None = None
-    """Worker processes; ``None``: one per core when there are many sessions."""
+    """Worker processes; ``None``: one per core when the input is large."""
 
     def sessions(
         self, paths: list[Path], stdin: IO[bytes] | None, now: float
     ) -> Iterator[SessionAnalysis]:
+        return self.rendered(paths, stdin, now, _same)
+
+    def rendered(
+        self,
+        paths: list[Path],
+        stdin: IO[bytes] | None,
+        now: float,
+        render: Callable[[SessionAnalysis], T],
+    ) -> Iterator[T]:
+        """``render`` of every session, in input order; ``render`` must pickle."""
         file_paths = [p for p in paths if str(p) != "-"]
         if stdin is not None and len(file_paths) != len(paths):
             for log in read_stdin(stdin):
-                yield analyze_session(log, now)
+                self.issues.extend(log.issues)
+                yield render(analyze_session(log, now))
         sources = discover(file_paths) if file_paths else []
         jobs = workers_for(sources, self.jobs)
-        results = map_ordered(partial(analyze_source, now=now), sources, jobs)
-        for done, (analysis, skipped, error) in enumerate(results, start=1):
+        results = map_ordered(partial(analyze_source, now=now, render=render), sources, jobs)
+        for done, result in enumerate(results, start=1):
             if self.on_progress is not None:
                 self.on_progress(done, len(sources))
-            if error is not None:
-                self.errors.append(error)
-            self.skipped.extend(skipped)
-            if analysis is not None:
-                yield analysis
+            if result.error is not None:
+                self.errors.append(result.error)
+            self.issues.extend(result.issues)
+            if result.value is not None:
+                yield result.value

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import time
-from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import click
 
+from cachediag.analysis.session import SessionAnalysis
 from cachediag.cli.common import (
     CachediagError,
     emit_json,
@@ -17,7 +18,6 @@ from cachediag.cli.common import (
     report_issues,
     stderr_progress,
 )
-from cachediag.model import LineIssue
 
 
 @click.command()
@@ -69,7 +69,6 @@ def analyze(
       cachediag analyze --requests --jq '.requests[] | select(.outcome=="miss")' s.jsonl
     """
     from cachediag.pipeline import Run, default_paths, stdin_is_piped
-    from cachediag.pricing import price_function, pricing_source
 
     stdin = sys.stdin.buffer if (not paths and stdin_is_piped()) or "-" in map(str, paths) else None
     path_list = list(paths) if paths else ([Path("-")] if stdin is not None else default_paths())
@@ -77,29 +76,24 @@ def analyze(
     run = Run(jobs=jobs)
     progress = stderr_progress("reading sessions")
     run.on_progress = progress.update if progress else None
-    issues: list[LineIssue] = []
-    analyses = run.sessions(path_list, stdin, clock)
-    price_of = price_function(pricing_file)
-    source = pricing_source(pricing_file)
 
     if as_json or jq_filter is not None or requests:
-        from cachediag.report.serialize import session_dict
-
-        def objects() -> Iterable[dict[str, Any]]:
-            for a in analyses:
-                issues.extend(a.log.issues)
-                yield session_dict(a, requests=requests, price_of=price_of, pricing_source=source)
-
-        emit_json(objects(), jq_filter)
+        lines = run.rendered(path_list, stdin, clock, SessionJson(requests, pricing_file))
+        if jq_filter is None:
+            for line in lines:
+                click.echo(line)
+        else:
+            emit_json(map(json.loads, lines), jq_filter)
     else:
         from rich.console import Console
 
+        from cachediag.pricing import price_function, pricing_source
         from cachediag.report.tables import print_session
 
+        price_of, source = price_function(pricing_file), pricing_source(pricing_file)
         console = Console()
         count = 0
-        for a in analyses:
-            issues.extend(a.log.issues)
+        for a in run.sessions(path_list, stdin, clock):
             if count:
                 console.print()
             print_session(console, a, price_of, source)
@@ -108,8 +102,28 @@ def analyze(
             click.echo("No sessions found.", err=True)
     if progress:
         progress.close()
-    report_issues(run.skipped + issues)
+    report_issues(run.issues)
     if run.errors:
         for message in run.errors[:-1]:
             click.echo(f"Error: {message}", err=True)
         raise CachediagError(run.errors[-1])
+
+
+@dataclass(slots=True, frozen=True)
+class SessionJson:
+    """One session -> its JSON line; built in the worker that analysed it."""
+
+    requests: bool
+    pricing_file: Path | None
+
+    def __call__(self, a: SessionAnalysis) -> str:
+        from cachediag.pricing import price_function, pricing_source
+        from cachediag.report.serialize import session_dict
+
+        obj = session_dict(
+            a,
+            requests=self.requests,
+            price_of=price_function(self.pricing_file),
+            pricing_source=pricing_source(self.pricing_file),
+        )
+        return json.dumps(obj, ensure_ascii=False)
