@@ -1,6 +1,6 @@
 """Throughput of the capture reader on a generated ~100 MB claude-trace capture.
 
-    python benchmarks/capture.py [--mb 100] [--keep PATH]
+    python scripts/bench_requestlog.py [--mb 100] [--keep PATH]
 
 Captures are large because every request repeats the conversation: the generator grows
 one Claude Code-like main thread (system blocks, 8 tools, tool_use / tool_result turns
