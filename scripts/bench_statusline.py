@@ -6,7 +6,9 @@ Builds a ~100 MB Claude Code transcript from the corpus, then times whole proces
 
 - warm: transcript unchanged since the previous run (both tools' caches valid);
 - append: one more response appended before each run;
-- cold: first run on the transcript (cachediag: no state file; ccusage: no cache).
+- cold: first run on the transcript (cachediag: no state file, its price cache kept as
+  any earlier run leaves it; ccusage: no cache).
+- first ever: cachediag with no cache directory at all (prices loaded from genai-prices).
 
 Usage: python scripts/bench_statusline.py [--size-mb 100] [--runs 9] [--keep DIR]
 """
@@ -206,11 +208,19 @@ def main() -> None:
                 results.setdefault(name, {})[scenario] = statistics.median(xs)
 
         def forget_ours(_: int) -> None:
+            # First run on this transcript: no state file. The price cache is not about
+            # any transcript (any earlier cachediag run fills it), so it stays.
+            shutil.rmtree(cache_home / "cachediag" / "statusline", ignore_errors=True)
+
+        def forget_everything(_: int) -> None:
             shutil.rmtree(cache_home, ignore_errors=True)
 
         def forget_theirs(_: int) -> None:
             lock.unlink(missing_ok=True)
 
+        first = {name: forget_everything for name in ours}
+        first |= {name: forget_theirs for name in theirs}
+        measure("first", first)
         cold = {name: forget_ours for name in ours} | {name: forget_theirs for name in theirs}
         measure("cold", cold)
         if not lock.exists():
@@ -229,10 +239,12 @@ def main() -> None:
         print(f"\ntranscript: {size_mb:.1f} MB, {opts.runs} runs per cell, median wall ms, "
               f"whole process; {os.cpu_count()} CPUs; "
               f"python {sys.version.split()[0]}\n")  # fmt: skip
-        print("| command | warm (unchanged) | one response appended | cold (first run) |")
-        print("|---|---:|---:|---:|")
-        for name, cells in results.items():
-            print(f"| {name} | {cells['warm']:.0f} | {cells['append']:.0f} | {cells['cold']:.0f} |")
+        print("| command | warm (unchanged) | one response appended | cold (first run) "
+              "| first ever (no caches) |")  # fmt: skip
+        print("|---|---:|---:|---:|---:|")
+        for name, c in results.items():
+            print(f"| {name} | {c['warm']:.0f} | {c['append']:.0f} | {c['cold']:.0f} "
+                  f"| {c['first']:.0f} |")  # fmt: skip
         print("\n(append: a new response is appended before each cachediag run; ccusage runs"
               " after it on the same file, so it sees a changed transcript too.)")  # fmt: skip
     finally:
