@@ -23,6 +23,8 @@ def parse_timestamp(value: Any) -> float:
 
 def token_count(usage: JsonObject, key: str, default: int | None = 0) -> int | None:
     value = usage.get(key)
+    if type(value) is int and value >= 0:  # the usual case, checked first: hot path
+        return value
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, (int, float)):
