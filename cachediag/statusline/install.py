@@ -21,8 +21,9 @@ SCRIPTS = {
     "jq": "prompt-cache.sh",
     "cachediag-jq": "cachediag-json.sh",
 }
-"""``--script`` names -> the ready-made scripts of the repository's ``statusline/``."""
-SCRIPTS_DIR = Path(__file__).resolve().parents[2] / "statusline"
+"""``--script`` names -> the ready-made scripts (shipped in the package; the repository's
+``statusline/`` links to them)."""
+SCRIPTS_DIR = Path(__file__).resolve().parent / "scripts"
 
 
 @dataclass(slots=True, frozen=True)
