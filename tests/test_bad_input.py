@@ -118,3 +118,21 @@ def test_stray_files_in_a_scanned_folder_are_skipped_with_a_note(tmp_path: Path)
     assert code == 0
     assert [json.loads(x)["session_id"] for x in out.splitlines()] == ["s1"]
     assert "skipped 2 file(s)" in err and "empty.jsonl: empty" in err
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "reason"),
+    [
+        (b'"timestamp": "2026', b'"timestamp": 1e17, "x": "2026', "timestamp out of range"),
+        (b'"input_tokens": 3,', b'"input_tokens": 1e300,', "implausibly large"),
+    ],
+)
+def test_absurd_values_are_bad_lines(tmp_path: Path, old: bytes, new: bytes, reason: str) -> None:
+    lines = _lines()
+    target = next(i for i, raw in enumerate(lines) if b'"assistant"' in raw and old in raw)
+    lines[target] = lines[target].replace(old, new, 1)
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"".join(lines))
+    for args in (["analyze", "--json", "--now", "0"], ["analyze"], ["audit"]):
+        code, _, err = run(*args, str(path))
+        assert code == 0 and reason in err

@@ -157,3 +157,10 @@ def test_worker_processes_give_the_same_output() -> None:
     one = invoke("analyze", "--json", "--now", "0", "--jobs", "1", str(REAL))
     two = invoke("analyze", "--json", "--now", "0", "--jobs", "2", str(REAL))
     assert one == two and len(one.splitlines()) >= 5
+
+
+def test_table_keeps_its_numbers_at_80_columns() -> None:
+    out = invoke("analyze", "--now", "0", str(SPOTTER_SESSION), env={"COLUMNS": "80"})
+    for cell in (" 18 │", "4h11m", "81,960", "$0.47", "ttl_expired_5m", "0/81,957"):
+        assert cell in out, cell
+    assert max(len(line) for line in out.splitlines() if "│" in line) <= 80

@@ -146,11 +146,10 @@ def diff_fingerprints(prev: Fingerprint, cur: Fingerprint) -> Diagnosis:
 
 
 def first_rewritten_message(prev: tuple[str, ...], cur: tuple[str, ...]) -> int | None:
-    """First index inside ``prev``'s list that now differs; ``None`` for a pure extension.
-
-    The newest message of ``prev`` is allowed to differ only if ``cur`` is shorter: a
-    conversation that simply grows is not a rewrite.
-    """
+    """First index inside ``prev``'s list that now differs (or is gone); ``None`` when
+    ``cur`` extends ``prev`` unchanged: a conversation that simply grows is not a rewrite.
+    (Hashes are of content without ``cache_control``, so the breakpoint moving to the
+    newest message is no difference.)"""
     for i, h in enumerate(prev):
         if i >= len(cur) or cur[i] != h:
             return i

@@ -59,7 +59,13 @@ def _genai_prices(model: str, at: float) -> ModelPrices | None:
 
 @click.command()
 @click.argument("log", type=click.Path(path_type=Path))
-@click.option("--request", "index", type=int, metavar="N", help="Request N of the stream.")
+@click.option(
+    "--request",
+    "index",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Request N of the stream (0 is the first).",
+)
 @click.option("--message-id", metavar="ID", help="The request whose response has this id.")
 @click.option(
     "--stream",
@@ -110,6 +116,13 @@ def explain(
         raise CachediagError(run.errors[-1])
     if not sessions:
         raise CachediagError(f"{log}: no session found")
+    if len(sessions) > 1:
+        names = ", ".join(s.log.session_id for s in sessions[:5])
+        more = f" and {len(sessions) - 5} more" if len(sessions) > 5 else ""
+        raise CachediagError(
+            f"{log}: holds {len(sessions)} sessions ({names}{more}); explain one session: "
+            "pass its transcript or capture file"
+        )
     session = sessions[0]
     report_issues(session.log.issues)
     target = None

@@ -8,28 +8,39 @@ from typing import Any
 from cachediag.ingest.lines import BadLine, JsonObject
 from cachediag.model import RequestRecord, ServerReason, Ttl
 
+LATEST_EPOCH_S = 253_402_300_799.0
+"""9999-12-31T23:59:59Z: later times cannot be printed or priced, so they are bad input."""
+MAX_TOKENS = 10**9
+"""No request comes near a billion tokens; a larger count is a corrupt line."""
+
 
 def parse_timestamp(value: Any) -> float:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         # Some producers write epoch milliseconds.
-        return float(value) / 1000.0 if value > 1e11 else float(value)
-    if not isinstance(value, str):
+        at = float(value) / 1000.0 if value > 1e11 else float(value)
+    elif not isinstance(value, str):
         raise BadLine("missing or non-string timestamp")
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError as exc:
-        raise BadLine("timestamp is not ISO 8601") from exc
+    else:
+        try:
+            at = datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        except (ValueError, OverflowError) as exc:
+            raise BadLine("timestamp is not ISO 8601") from exc
+    if not 0.0 <= at <= LATEST_EPOCH_S:
+        raise BadLine("timestamp out of range")
+    return at
 
 
 def token_count(usage: JsonObject, key: str, default: int | None = 0) -> int | None:
     value = usage.get(key)
-    if type(value) is int and value >= 0:  # the usual case, checked first: hot path
+    if type(value) is int and 0 <= value <= MAX_TOKENS:  # the usual case first: hot path
         return value
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise BadLine(f"usage.{key} is not a number")
-    if value < 0 or value != int(value):
+    if value > MAX_TOKENS:  # before int(): an infinite float cannot be converted
+        raise BadLine(f"usage.{key} is implausibly large")
+    if value != value or value < 0 or value != int(value):  # NaN, negative, fractional
         raise BadLine(f"usage.{key} is not a non-negative integer")
     return int(value)
 

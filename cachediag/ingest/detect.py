@@ -61,9 +61,11 @@ def detect_format(head: Iterable[bytes], source: str) -> str:
         if seen >= SNIFF_LINES:
             break
     if seen == 0:
-        raise NotALogError(f"{source}: empty, no log lines")
+        hint = " (nothing was piped in; pass a path instead)" if source == "-" else ""
+        raise NotALogError(f"{source}: empty, no log lines{hint}")
     if not objects:
-        raise NotALogError(f"{source}: line 1 is not a JSON object; expected JSON Lines")
+        where = "line 1 is not" if seen == 1 else f"none of the first {seen} lines is"
+        raise NotALogError(f"{source}: {where} a JSON object; expected JSON Lines")
     if any(looks_like_transcript(o) for o in objects):
         return CLAUDE_CODE
     found = _request_log_format(objects)

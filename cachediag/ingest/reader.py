@@ -13,9 +13,8 @@ from cachediag.ingest.discover import SessionSource
 from cachediag.ingest.lines import BadLine, parse_numbered, scan_lines
 from cachediag.ingest.transcript import (
     FORMAT,
-    WANTED,
-    WANTED_WITH_CHAINS,
     TranscriptReader,
+    needles_for,
 )
 from cachediag.model import MAIN_STREAM, LineIssue, SessionLog, StreamKind
 
@@ -50,7 +49,7 @@ def _feed_file(reader: TranscriptReader, path: Path, session: SessionLog, *, str
                     raise
                 session.issues.append(LineIssue(source, 0, str(exc).removeprefix(f"{source}: ")))
                 return False
-            needles = WANTED if reader.file_stream is not None else WANTED_WITH_CHAINS
+            needles = needles_for(head, follow_chains=reader.file_stream is None)
             matching = _matching_lines(head, fp, needles)
             for number, obj in parse_numbered(matching, source, session.issues):
                 try:
@@ -117,7 +116,7 @@ def read_stdin(stream: IO[bytes], source: str = "-") -> list[SessionLog]:
         return [read_request_log(fmt, lines, source, source)]
     sessions: dict[str, tuple[SessionLog, TranscriptReader]] = {}
     issues: list[LineIssue] = []
-    matching = _matching_lines(head, stream, WANTED_WITH_CHAINS)
+    matching = _matching_lines(head, stream, needles_for(head, follow_chains=True))
     for number, obj in parse_numbered(matching, source, issues):
         value = obj.get("sessionId")
         session_id = value if isinstance(value, str) and value else source

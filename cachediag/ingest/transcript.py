@@ -42,6 +42,16 @@ WANTED_WITH_CHAINS: tuple[bytes, ...] = (*WANTED, b'"isSidechain":true')
 writes compact JSON; each extra spelling would cost one more pass over every file)."""
 
 
+def needles_for(head: list[bytes], follow_chains: bool) -> tuple[bytes, ...]:
+    """The needles for one file: Claude Code writes compact JSON, but a transcript that was
+    re-serialised with spaces must still link its inline sidechains."""
+    if not follow_chains:
+        return WANTED
+    if any(b'"isSidechain": ' in raw for raw in head):
+        return (*WANTED, b'"isSidechain": true')
+    return WANTED_WITH_CHAINS
+
+
 def wanted_line(raw: bytes) -> bool:
     return any(needle in raw for needle in WANTED)
 

@@ -52,10 +52,6 @@ def looks_like_usage(obj: JsonObject) -> bool:
     return isinstance(response, dict) and isinstance(response.get("usage"), dict)
 
 
-def looks_like_sse_text(raw: bytes) -> bool:
-    return raw.startswith((b"event:", b"data:"))
-
-
 def openai_record(usage: JsonObject, at: float, line: int, model: str | None) -> RequestRecord:
     """OpenAI counts cached tokens inside the prompt; Anthropic's input excludes them."""
     if "prompt_tokens" in usage:

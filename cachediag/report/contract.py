@@ -2,7 +2,7 @@
 
 ``report.serialize`` builds these shapes as plain dicts (the status line cannot afford
 pydantic); these models document them, give them a JSON Schema (``cachediag schema
---output analyze``) and a test validates real output against them with ``extra="forbid"``,
+--output``) and a test validates real output against them with ``extra="forbid"``,
 so the two cannot drift apart. Field names of ``PromptCache`` are Claude Code's.
 """
 

@@ -55,7 +55,7 @@ def _evidence(entry: LedgerEntry) -> str:
     ev = entry.evidence
     if ev is None:
         return ""
-    text = f"{format_tokens(ev.read_tokens)} / {format_tokens(ev.prev_cached_tokens)}"
+    text = f"{format_tokens(ev.read_tokens)}/{format_tokens(ev.prev_cached_tokens)}"
     if ev.model_before != ev.model_after:
         text += f"; model {ev.model_before} -> {ev.model_after}"
     if ev.server_reason:
@@ -80,6 +80,8 @@ def _causes(entry: LedgerEntry) -> Text:
         extras.append(f"system {d.system_char_delta:+d} chars")
     if extras:
         label += " (" + "; ".join(extras) + ")"
+    if d.source == "server":
+        label += " [server]"
     return Text(label, style="red" if d.named else "yellow")
 
 
@@ -92,15 +94,16 @@ def misses_table(stream: StreamAnalysis, price_of: PriceFn | None = None) -> Tab
     if not rows:
         return None
     table = Table(show_edge=False, pad_edge=False, expand=False)
-    table.add_column("#", justify="right")
+    # Fits 80 columns (a pipe, a small terminal): numbers never shrink to nothing, the
+    # cause and the evidence wrap instead. Causes are inferred unless marked [server].
+    table.add_column("#", justify="right", no_wrap=True, min_width=3)
     table.add_column("UTC", no_wrap=True)
-    table.add_column("gap", justify="right")
-    table.add_column("re-processed", justify="right", no_wrap=True)
+    table.add_column("gap", justify="right", no_wrap=True, min_width=5)
+    table.add_column("redone", justify="right", no_wrap=True)
     if price_of is not None:
-        table.add_column("cost", justify="right")
-    table.add_column("cause", no_wrap=True)
-    table.add_column("by")
-    table.add_column("read / cached", no_wrap=True)
+        table.add_column("cost", justify="right", no_wrap=True, min_width=5)
+    table.add_column("cause", overflow="fold")
+    table.add_column("read/cached", overflow="fold")
     for e in rows:
         cells: list[RenderableType] = [
             str(e.index),
@@ -110,7 +113,7 @@ def misses_table(stream: StreamAnalysis, price_of: PriceFn | None = None) -> Tab
         ]
         if price_of is not None:
             cells.append(format_usd(entry_cost(e, price_of).miss_cost_usd))
-        table.add_row(*cells, _causes(e), e.diagnosis.source if e.diagnosis else "", _evidence(e))
+        table.add_row(*cells, _causes(e), _evidence(e))
     return table
 
 
