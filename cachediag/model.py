@@ -149,6 +149,9 @@ class SessionLog:
     issues: list[LineIssue] = field(default_factory=list)
     api_errors: int = 0
     project: str | None = None
+    replayed_responses: int = 0
+    """Responses already read from another file of the run (a continued session's copy
+    of its history): not counted again."""
     main_unreadable: bool = False
     """The main file was not a log at all (reported as an issue with line 0)."""
 

@@ -51,5 +51,4 @@ def map_ordered(fn: Callable[[T], R], items: Iterable[T], jobs: int) -> Iterator
     from concurrent.futures import ProcessPoolExecutor
 
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        # Small batches: fewer round trips, and results still arrive in order early.
-        yield from pool.map(fn, items, chunksize=4)
+        yield from pool.map(fn, items)

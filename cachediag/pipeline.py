@@ -14,7 +14,7 @@ from typing import IO, Generic, TypeVar
 from cachediag.analysis.session import SessionAnalysis, analyze_session
 from cachediag.errors import CachediagError, InputError
 from cachediag.ingest.discover import SessionSource, claude_projects_dirs, discover
-from cachediag.ingest.reader import read_session, read_stdin
+from cachediag.ingest.reader import Claims, read_session, read_stdin
 from cachediag.model import LineIssue
 from cachediag.parallel import map_ordered, workers_for
 
@@ -59,20 +59,71 @@ class SourceResult(Generic[T]):
 
 
 def analyze_source(
-    src: SessionSource, now: float, render: Callable[[SessionAnalysis], T]
+    src: SessionSource,
+    now: float,
+    render: Callable[[SessionAnalysis], T],
+    claimed: Claims | None = None,
 ) -> SourceResult[T]:
-    """Read, analyse and render one session (in a worker process when there are many).
+    """Read, analyse and render one session.
 
-    Rendering in the worker matters: a JSON line travels back to the parent far cheaper
-    than the analysis it was made from.
+    Rendering where the session was read matters: a JSON line travels back from a worker
+    process far cheaper than the analysis it was made from.
     """
     try:
-        log = read_session(src)
+        log = read_session(src, claimed)
     except CachediagError as exc:
         return SourceResult(None, [], error=str(exc))
     if log.main_unreadable and not any(s.items for s in log.streams.values()):
         return SourceResult(None, log.issues, passed_over=True)
     return SourceResult(render(analyze_session(log, now)), log.issues)
+
+
+def analyze_group(
+    group: list[SessionSource], now: float, render: Callable[[SessionAnalysis], T]
+) -> list[SourceResult[T]]:
+    """The sessions of one project folder, in one process, sharing what they have read.
+
+    A continued session's file starts with copies of the earlier session's responses;
+    reading the files oldest first (by modification time) lets each response count once,
+    in the session that made it. Results come back in the group's own order.
+    """
+    claimed: Claims = {}
+    order = sorted(range(len(group)), key=lambda i: (_mtime(group[i]), i))
+    results: dict[int, SourceResult[T]] = {}
+    for i in order:
+        results[i] = analyze_source(group[i], now, render, claimed)
+    return [results[i] for i in range(len(group))]
+
+
+def _mtime(src: SessionSource) -> float:
+    path = src.main if src.main is not None else (src.agents[0].path if src.agents else None)
+    try:
+        return path.stat().st_mtime if path is not None else 0.0
+    except OSError:
+        return 0.0
+
+
+def project_groups(sources: list[SessionSource]) -> list[list[SessionSource]]:
+    """Consecutive sources of the same folder, together (``discover`` sorts by path)."""
+    groups: list[list[SessionSource]] = []
+    last: Path | None = None
+    for src in sources:
+        folder = _folder(src)
+        if groups and folder == last:
+            groups[-1].append(src)
+        else:
+            groups.append([src])
+        last = folder
+    return groups
+
+
+def _folder(src: SessionSource) -> Path | None:
+    if src.main is not None:
+        return src.main.parent
+    if src.agents:
+        # <project>/<session>/subagents/agent-*.jsonl: the project folder is three up.
+        return src.agents[0].path.parents[2]
+    return None
 
 
 @dataclass(slots=True)
@@ -107,7 +158,9 @@ class Run:
                 yield render(analyze_session(log, now))
         sources = discover(file_paths) if file_paths else []
         jobs = workers_for(sources, self.jobs)
-        results = map_ordered(partial(analyze_source, now=now, render=render), sources, jobs)
+        groups = project_groups(sources)
+        batches = map_ordered(partial(analyze_group, now=now, render=render), groups, jobs)
+        results = (result for batch in batches for result in batch)
         for done, result in enumerate(results, start=1):
             if self.on_progress is not None:
                 self.on_progress(done, len(sources))

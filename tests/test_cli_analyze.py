@@ -164,3 +164,24 @@ def test_table_keeps_its_numbers_at_80_columns() -> None:
     for cell in (" 18 │", "4h11m", "81,960", "$0.47", "ttl_expired_5m", "0/81,957"):
         assert cell in out, cell
     assert max(len(line) for line in out.splitlines() if "│" in line) <= 80
+
+
+def test_continued_session_counts_copied_responses_once(tmp_path: Path) -> None:
+    # B continues A in a new file: it starts with copies of A's responses, then adds one.
+    project = tmp_path / "proj"
+    project.mkdir()
+    lines = (RULES / "hit.jsonl").read_bytes().splitlines(keepends=True)
+    first_two = [raw for raw in lines if b'"msg_0001"' in raw or b'"msg_0005"' in raw]
+    third = [raw for raw in lines if b'"msg_0008"' in raw]
+    assert first_two and third
+    a, b = project / "a.jsonl", project / "b.jsonl"
+    a.write_bytes(b"".join(first_two))
+    b.write_bytes(b"".join(first_two + third))
+    os.utime(a, (1, 1))  # A is the older file
+    out = invoke("analyze", "--json", "--now", "0", str(project))
+    sessions = {o["session_id"]: o for o in map(json.loads, out.splitlines())}
+    assert sessions["a"]["prompt_cache"]["requests"] == 2
+    assert sessions["b"]["prompt_cache"]["requests"] == 1
+    assert sessions["b"]["replayed_responses"] == 2
+    audit = json.loads(invoke("audit", "--json", str(project)))
+    assert audit["totals"]["requests"] == 3

@@ -84,7 +84,12 @@ def _read_request_log_file(src: SessionSource, path: Path) -> SessionLog | None:
     return log
 
 
-def read_session(src: SessionSource) -> SessionLog:
+Claims = dict[tuple[str, str | None], str]
+
+
+def read_session(src: SessionSource, claimed: Claims | None = None) -> SessionLog:
+    """Read one session; ``claimed`` is shared across the sessions of a project so that a
+    response copied into a continued session's file counts once, in the first file read."""
     if src.main is not None and not src.agents:
         log = _read_request_log_file(src, src.main)
         if log is not None:
@@ -92,7 +97,7 @@ def read_session(src: SessionSource) -> SessionLog:
     session = SessionLog(src.session_id, src.source, FORMAT, project=src.project)
     if src.main is not None:
         pinned = (MAIN_STREAM, StreamKind.MAIN) if src.pin_main else None
-        reader = TranscriptReader(session, str(src.main), file_stream=pinned)
+        reader = TranscriptReader(session, str(src.main), file_stream=pinned, claimed=claimed)
         session.stream(MAIN_STREAM, StreamKind.MAIN, source=str(src.main))
         session.main_unreadable = not _feed_file(reader, src.main, session, strict=src.explicit)
     else:
@@ -100,7 +105,7 @@ def read_session(src: SessionSource) -> SessionLog:
     for agent in src.agents:
         session.stream(agent.stream_id, agent.kind, source=str(agent.path))
         reader = TranscriptReader(
-            session, str(agent.path), file_stream=(agent.stream_id, agent.kind)
+            session, str(agent.path), file_stream=(agent.stream_id, agent.kind), claimed=claimed
         )
         _feed_file(reader, agent.path, session, strict=False)
     return session
@@ -116,6 +121,7 @@ def read_stdin(stream: IO[bytes], source: str = "-") -> list[SessionLog]:
         return [read_request_log(fmt, lines, source, source)]
     sessions: dict[str, tuple[SessionLog, TranscriptReader]] = {}
     issues: list[LineIssue] = []
+    claimed: Claims = {}
     matching = _matching_lines(head, stream, needles_for(head, follow_chains=True))
     for number, obj in parse_numbered(matching, source, issues):
         value = obj.get("sessionId")
@@ -124,7 +130,7 @@ def read_stdin(stream: IO[bytes], source: str = "-") -> list[SessionLog]:
         if pair is None:
             log = SessionLog(session_id, source, FORMAT)
             log.stream(MAIN_STREAM, StreamKind.MAIN, source=source)
-            pair = sessions[session_id] = (log, TranscriptReader(log, source))
+            pair = sessions[session_id] = (log, TranscriptReader(log, source, claimed=claimed))
         try:
             pair[1].feed(obj, number)
         except BadLine as exc:

@@ -76,6 +76,11 @@ class TranscriptReader:
     source: str
     file_stream: tuple[str, StreamKind] | None = None
     seen: dict[tuple[str, str | None], tuple[str, int]] = field(default_factory=dict)
+    claimed: dict[tuple[str, str | None], str] | None = None
+    """Responses already read from other files of this run (key -> file): shared by the
+    readers of a project, so a session continued in a new file, which starts with copies
+    of the old session's responses, does not count them a second time."""
+    replayed: set[tuple[str, str | None]] = field(default_factory=set)
     sidechain_roots: dict[str, str] = field(default_factory=dict)
 
     def feed(self, obj: JsonObject, line: int) -> StreamItem | None:
@@ -118,6 +123,14 @@ class TranscriptReader:
             uuid = obj.get("uuid")
             key = ("line", uuid if isinstance(uuid, str) else str(line))
         known = self.seen.get(key)
+        if known is None and self.claimed is not None:
+            me = f"{self.session.session_id}\0{self.source}"
+            if self.claimed.setdefault(key, me) != me:
+                if key not in self.replayed:  # one response, however many lines
+                    self.replayed.add(key)
+                    self.session.replayed_responses += 1
+                self.note_line(obj)
+                return None
         if known is not None:
             # A later copy of the same response (one line per content block, or a
             # sidechain replay of a parent message): only its output count can grow.

@@ -159,6 +159,9 @@ class Session(BaseModel):
     """Subagents, compaction agents, inline sidechains, side calls."""
     totals: Totals
     api_errors: int
+    replayed_responses: int
+    """Responses found again in another file of the run (a continued session's copy of
+    its history), counted once, in the first session that has them."""
     skipped_lines: int
     cost: SessionCost | None = None
     requests: list[Request] | None = None

@@ -165,6 +165,7 @@ def session_dict(
         ],
         "totals": totals_dict(a),
         "api_errors": log.api_errors,
+        "replayed_responses": log.replayed_responses,
         "skipped_lines": len(log.issues),
     }
     if costs is not None:
