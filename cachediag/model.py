@@ -149,6 +149,8 @@ class SessionLog:
     issues: list[LineIssue] = field(default_factory=list)
     api_errors: int = 0
     project: str | None = None
+    non_model_calls: int = 0
+    """Records of a capture that are not model requests (count_tokens, OAuth, telemetry)."""
     replayed_responses: int = 0
     """Responses already read from another file of the run (a continued session's copy
     of its history): not counted again."""

@@ -260,7 +260,10 @@ def read_capture(lines: Iterable[bytes], source: str, session_id: str) -> Sessio
             calls.append(read_call(obj, number))
         except ApiErrorResponse:
             session.api_errors += 1
-        except (BadLine, NotAModelCall) as exc:
+        except NotAModelCall:
+            # count_tokens, OAuth, telemetry: fine records, just not model requests.
+            session.non_model_calls += 1
+        except BadLine as exc:
             session.issues.append(LineIssue(source, number, str(exc)))
     # Streams are sequences of requests as sent; captures log them as they complete.
     calls.sort(key=lambda c: c.started_at)

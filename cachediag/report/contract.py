@@ -159,6 +159,8 @@ class Session(BaseModel):
     """Subagents, compaction agents, inline sidechains, side calls."""
     totals: Totals
     api_errors: int
+    non_model_calls: int
+    """Capture records that are not model requests (count_tokens, OAuth, telemetry)."""
     replayed_responses: int
     """Responses found again in another file of the run (a continued session's copy of
     its history), counted once, in the first session that has them."""

@@ -166,6 +166,7 @@ def session_dict(
         "totals": totals_dict(a),
         "api_errors": log.api_errors,
         "replayed_responses": log.replayed_responses,
+        "non_model_calls": log.non_model_calls,
         "skipped_lines": len(log.issues),
     }
     if costs is not None:

@@ -156,6 +156,12 @@ def session_report(
     notes = []
     if log.api_errors:
         notes.append(f"{log.api_errors} API error line(s) not counted")
+    if log.non_model_calls:
+        notes.append(
+            f"{log.non_model_calls} non-model call(s) (count_tokens, OAuth...) passed over"
+        )
+    if log.replayed_responses:
+        notes.append(f"{log.replayed_responses} response(s) counted in an earlier session's file")
     if log.issues:
         notes.append(f"{len(log.issues)} line(s) skipped")
     if notes:
