@@ -8,6 +8,7 @@ watcher for a mock). watchdog is imported only when a ``WatchdogSource`` opens.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -98,8 +99,13 @@ class WatchdogSource:
 
         class Handler(FileSystemEventHandler):
             def on_any_event(self, event: FileSystemEvent) -> None:
-                paths = [event.src_path, getattr(event, "dest_path", "")]
-                note(*(p if isinstance(p, str) else p.decode() for p in paths if p))
+                raw = [event.src_path, getattr(event, "dest_path", "")]
+                paths = [p if isinstance(p, str) else os.fsdecode(p) for p in raw if p]
+                # Transcripts, and folders (a new one may hold transcripts already);
+                # Claude Code writes other files there too (tool results, todos).
+                wanted = [p for p in paths if event.is_directory or p.endswith(".jsonl")]
+                if wanted:
+                    note(*wanted)
 
         def start(observer: Any) -> Any:
             for folder in folders:

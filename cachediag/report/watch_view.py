@@ -95,7 +95,8 @@ def event_line(event: WatchEvent) -> Text:
     ref = event.session
     if isinstance(event, RebuildSeen):
         e = event.event
-        return Text(_prefix(e.at, ref.session_id, e.stream) + f"{e.kind.value}", style="yellow")
+        head = _prefix(e.at, ref.session_id, e.stream)
+        return Text(head + f"{e.kind.value} announced", style="yellow")
     if isinstance(event, SessionSeen):
         where = f" · {ref.project}" if ref.project else ""
         state = "new session" if event.new else "session"
