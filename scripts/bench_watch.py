@@ -12,7 +12,7 @@ on it in a subprocess, then:
   JSON line arrives on the watch's stdout (a reader thread in this process). A session's
   first append also includes reading its earlier content (quietly) for the first time.
 
-Usage: python scripts/bench_watch.py [--files 1000] [--idle-s 30] [--appends 60]
+Usage: python scripts/bench_watch.py [--files 1000] [--idle-s 30] [--appends 60] [--recent]
 """
 
 from __future__ import annotations
@@ -34,10 +34,11 @@ TEMPLATE = ROOT / "fixtures" / "real" / "spotter" / "short.jsonl"
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def build_tree(root: Path, files: int, per_project: int = 20) -> list[Path]:
-    """``files`` transcripts in projects of ``per_project``, mtimes two hours back."""
+def build_tree(root: Path, files: int, recent: bool, per_project: int = 20) -> list[Path]:
+    """``files`` transcripts in projects of ``per_project``, mtimes two hours back (or now:
+    every session is then read at the start)."""
     lines = TEMPLATE.read_bytes().splitlines(keepends=True)
-    old = time.time() - 7200
+    old = time.time() - (0 if recent else 7200)
     made: list[Path] = []
     for n in range(files):
         project = root / f"-home-bench-project-{n // per_project:03d}"
@@ -133,12 +134,15 @@ def main() -> None:
     parser.add_argument("--idle-s", type=float, default=30.0)
     parser.add_argument("--appends", type=int, default=60)
     parser.add_argument("--sessions", type=int, default=10, help="sessions appended to")
+    parser.add_argument(
+        "--recent", action="store_true", help="all transcripts written just now (read at start)"
+    )
     opts = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="cachediag-bench-watch-") as scratch:
         tree = Path(scratch) / "projects"
         started = time.perf_counter()
-        files = build_tree(tree, opts.files)
+        files = build_tree(tree, opts.files, opts.recent)
         print(f"tree: {len(files)} transcripts in {tree} ({time.perf_counter() - started:.1f} s)")
         env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": f"{scratch}/cache"}
         cmd = [sys.executable, "-m", "cachediag", "watch", "--json", str(tree)]

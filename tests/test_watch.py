@@ -264,3 +264,17 @@ def test_a_transcript_named_alone_is_followed_with_its_agents_only(tmp_path: Pat
         ("s1", "main"),
         ("s1", "agent-a"),
     ]
+
+
+def test_a_session_folder_means_its_transcript_beside_it(tmp_path: Path) -> None:
+    t = tmp_path / "s1.jsonl"
+    write(t, THREE[:1])
+    (tmp_path / "s1" / "subagents").mkdir(parents=True)
+    write(tmp_path / "s1" / "subagents" / "agent-a.jsonl", THREE[:1])
+    write(tmp_path / "s2.jsonl", THREE[:1])
+    recorder = Recorder(tmp_path / "s1", from_start=True)
+    follow(recorder, [])
+    assert [(d["session_id"], d["stream"]) for d in recorder.dicts("request")] == [
+        ("s1", "main"),
+        ("s1", "agent-a"),
+    ]

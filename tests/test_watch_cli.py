@@ -197,7 +197,8 @@ def read_event(proc: subprocess.Popen[str], timeout_s: float = 20) -> dict[str, 
     return loaded
 
 
-def test_sigterm_ends_with_a_summary_and_exit_0(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_signal_ends_with_a_summary_and_exit_0(tmp_path: Path, sig: signal.Signals) -> None:
     t = tmp_path / "s1.jsonl"
     write(t, THREE[:2])
     env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(tmp_path / "c")}
@@ -208,7 +209,7 @@ def test_sigterm_ends_with_a_summary_and_exit_0(tmp_path: Path) -> None:
         write(t, [assistant(3, T0 + 1000, inp=10, read=0, write=21000)], "a")
         miss = read_event(proc)
         assert (miss["event"], miss["outcome"]) == ("request", "miss")
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(sig)
         out, err = proc.communicate(timeout=20)
     finally:
         proc.kill()
@@ -216,3 +217,35 @@ def test_sigterm_ends_with_a_summary_and_exit_0(tmp_path: Path) -> None:
     summary = json.loads(out)
     assert (summary["event"], summary["requests"]) == ("summary", 3)
     assert err == ""
+
+
+def test_watchdog_only_when_following_and_rich_only_for_people(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(tmp_path / "c")}
+    code = (
+        "import sys; import cachediag.follow.source, cachediag.follow.follower; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & "
+        "{'watchdog', 'click', 'rich', 'pydantic'}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.stdout.strip() == "[]", out.stderr
+    t = tmp_path / "s1.jsonl"
+    write(t, THREE)
+    cmd = [sys.executable, "-X", "importtime", "-m", "cachediag", "watch", "--once", "--json"]
+    done = subprocess.run([*cmd, str(t)], env=env, capture_output=True, text=True, check=True)
+    loaded = {line.split("|")[-1].strip().split(".")[0] for line in done.stderr.splitlines()}
+    assert "cachediag" in loaded
+    # (pydantic may come with genai-prices, looking up the price of a model not yet cached.)
+    assert not loaded & {"watchdog", "rich"}
+
+
+def test_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(tmp_path / "c")}
+    cmd = [sys.executable, "-m", "cachediag", "watch", "--once", "--json", str(SPOTTER_SESSION)]
+    # Like `cachediag watch --json | head -1`: the reader goes away after one line.
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert json.loads(proc.stdout.readline())["event"] == "session"
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == 0
+    assert err == b""

@@ -17,6 +17,7 @@ from cachediag.follow.source import WatchdogSource, run
 from cachediag.pricing import price_function
 from cachediag.report.watch import event_dict
 from tests.conftest import SPOTTER_SESSION
+from tests.statusline_support import THREE, write
 from tests.watch_support import (
     COMPARED,
     Recorder,
@@ -150,3 +151,36 @@ def test_real_watchdog_follows_files_being_appended(tmp_path: Path) -> None:
     ids = [e.entry.record.message_id for e in recorder.requests() if isinstance(e, RequestSeen)]
     assert len(ids) == len(set(ids)) == 152
     assert all(event_dict(e)["event"] for e in recorder.events)
+
+
+def test_polling_when_the_system_refuses_file_events(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import watchdog.observers
+
+    def refused() -> None:
+        raise OSError(28, "inotify watch limit reached")
+
+    monkeypatch.setattr(watchdog.observers, "Observer", refused)
+    t = tmp_path / "s1.jsonl"
+    write(t, THREE[:1])
+    recorder = Recorder(tmp_path)
+    stop = threading.Event()
+    source = WatchdogSource()
+    watcher = threading.Thread(target=run, args=(recorder.follower, source, stop))
+    watcher.start()
+    try:
+        time.sleep(0.5)
+        write(t, THREE[1:], "a")
+        deadline = time.monotonic() + 15
+        while len(recorder.requests()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        watcher.join(timeout=10)
+    assert source.fell_back
+    assert [(d["message_id"], d["outcome"]) for d in recorder.dicts("request")] == [
+        ("msg_2", "hit"),
+        ("msg_3", "miss"),
+    ]
+    assert "polling every 2 s" in capsys.readouterr().err

@@ -92,7 +92,15 @@ class Scope:
 
 
 def scopes_for(paths: Iterable[str]) -> list[Scope]:
-    return [Scope(os.path.abspath(p), os.path.isfile(p)) for p in paths]
+    scopes = []
+    for p in map(os.path.abspath, paths):
+        main = p + ".jsonl"
+        if os.path.isdir(os.path.join(p, "subagents")) and os.path.isfile(main):
+            # A session folder: its main transcript sits beside it.
+            scopes.append(Scope(main, True))
+        else:
+            scopes.append(Scope(p, os.path.isfile(p)))
+    return scopes
 
 
 class Follower:
