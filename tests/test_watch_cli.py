@@ -249,3 +249,12 @@ def test_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     err = proc.stderr.read()
     assert proc.wait(timeout=60) == 0
     assert err == b""
+
+
+def test_unusable_price_file_is_an_error_before_watching(session: tuple[Path, Path]) -> None:
+    t, prices = session
+    prices.write_text('{"models": 5}')
+    result = watch("--once", "--pricing", str(prices), str(t))
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"Error: {prices}: ")
+    assert result.stdout == ""

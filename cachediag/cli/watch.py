@@ -74,6 +74,10 @@ def watch(
     from cachediag.pricing import price_function
 
     roots = _roots(paths)
+    if pricing_file is not None:
+        from cachediag.pricing import pricing_source
+
+        pricing_source(pricing_file)  # a price file that cannot be used: an error now
     alerts_only = misses_only or min_cost is not None
     stop = threading.Event()
     out = _Output(as_json, stop)

@@ -288,10 +288,13 @@ class Follower:
                 tracked.gone.add(path)
                 self._report(tracked, FileRemoved(tracked.ref, self.clock(), path))
             return
-        if saved is not None and not resumable(path, saved):
-            self._reset(tracked, path, saved)
-            return
-        if unchanged_since(saved, path) or not self._is_log(path):
+        if saved is not None:
+            if unchanged_since(saved, path):
+                return
+            if not resumable(path, saved):
+                self._reset(tracked, path, saved)
+                return
+        if not self._is_log(path):
             return
         tracked.gone.discard(path)
         try:

@@ -12,6 +12,7 @@ import os
 import sys
 import threading
 import time
+import warnings
 from typing import Any, Protocol
 
 from cachediag.follow.follower import Follower
@@ -83,6 +84,10 @@ class WatchdogSource:
         )
         from watchdog.observers import Observer
         from watchdog.observers.polling import PollingObserver
+
+        # watchdog warns when a folder is created together with its parent (mkdir -p) and
+        # it sees it twice; it keeps one watch, which is all that is needed here.
+        warnings.filterwarnings("ignore", "Callback with id", RuntimeWarning, "watchdog")
 
         # Opening and closing a file is not a change (and the follower's own reads would
         # otherwise wake it up again, for ever).
