@@ -13,7 +13,8 @@ from click.testing import CliRunner
 from cachediag.analysis.costs import ModelPrices
 from cachediag.cli import main
 from cachediag.follow.events import RequestSeen, WatchEvent
-from cachediag.follow.follower import Follower, scopes_for
+from cachediag.follow.follower import Follower
+from cachediag.follow.layout import scopes_for
 from cachediag.model import RequestRecord
 from cachediag.report.watch import event_dict
 

@@ -70,7 +70,8 @@ def watch(
         click.echo(json.dumps(watch_schema(), indent=2))
         return
     from cachediag.follow.events import RequestSeen, WatchEvent
-    from cachediag.follow.follower import Follower, scopes_for
+    from cachediag.follow.follower import Follower
+    from cachediag.follow.layout import scopes_for
     from cachediag.pricing import price_function
 
     roots = _roots(paths)

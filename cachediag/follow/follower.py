@@ -15,9 +15,8 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from cachediag.analysis.costs import PriceFn, entry_cost
 from cachediag.analysis.ledger import LedgerEntry
@@ -34,9 +33,9 @@ from cachediag.follow.events import (
     WatchEvent,
 )
 from cachediag.follow.files import resumable, unchanged_since
+from cachediag.follow.layout import Scope, files_below, session_of
 from cachediag.follow.session import LiveSession
 from cachediag.ingest.detect import CLAUDE_CODE, SNIFF_LINES, detect_format
-from cachediag.ingest.discover import first_session_id
 from cachediag.model import MAIN_STREAM, LineIssue, RequestRecord, StreamItem
 
 RECENT_S = 3600.0
@@ -73,36 +72,6 @@ class Tracked:
     gone: set[str] = field(default_factory=set)
 
 
-@dataclass(slots=True)
-class Scope:
-    """A path given by the user: a transcript (with its subagents) or a folder."""
-
-    path: str
-    is_file: bool
-
-    def folder(self) -> str:
-        """What must be watched to see every file of this scope appear."""
-        return os.path.dirname(self.path) if self.is_file else self.path
-
-    def holds(self, path: str) -> bool:
-        if self.is_file:
-            own = os.path.splitext(self.path)[0] + os.sep
-            return path == self.path or (path.startswith(own) and path.endswith(".jsonl"))
-        return path.startswith(self.path + os.sep) and path.endswith(".jsonl")
-
-
-def scopes_for(paths: Iterable[str]) -> list[Scope]:
-    scopes = []
-    for p in map(os.path.abspath, paths):
-        main = p + ".jsonl"
-        if os.path.isdir(os.path.join(p, "subagents")) and os.path.isfile(main):
-            # A session folder: its main transcript sits beside it.
-            scopes.append(Scope(main, True))
-        else:
-            scopes.append(Scope(p, os.path.isfile(p)))
-    return scopes
-
-
 class Follower:
     def __init__(
         self,
@@ -135,36 +104,15 @@ class Follower:
     def folders(self) -> list[str]:
         return sorted({s.folder() for s in self.scopes})
 
-    def _files_below(self, root: str) -> Iterator[str]:
-        stack = [root]
-        while stack:
-            folder = stack.pop()
-            try:
-                entries = list(os.scandir(folder))
-            except OSError:
-                continue
-            for entry in entries:
-                try:
-                    if entry.is_dir(follow_symlinks=False):
-                        stack.append(entry.path)
-                    elif (
-                        entry.name.endswith(".jsonl")
-                        and entry.is_file()
-                        and any(s.holds(entry.path) for s in self.scopes)
-                    ):
-                        yield entry.path
-                except OSError:
-                    continue
-
     def start(self) -> None:
         """Find what exists; read it all (``from_start``) or note where it ends."""
         found: list[str] = []
         for scope in self.scopes:
             if scope.is_file:
                 found.append(scope.path)
-                found.extend(self._files_below(os.path.splitext(scope.path)[0]))
+                found.extend(files_below(self.scopes, os.path.splitext(scope.path)[0]))
             else:
-                found.extend(self._files_below(scope.path))
+                found.extend(files_below(self.scopes, scope.path))
         recent = self.clock() - RECENT_S
         warm: set[str] = set()
         for path in sorted(set(found)):
@@ -182,29 +130,10 @@ class Follower:
                 return
             self._update(self.sessions[main])
 
-    def _session_of(self, path: str) -> str | None:
-        """The main transcript a file belongs to, or ``None`` while that is unknown."""
-        for scope in self.scopes:
-            if scope.is_file and scope.holds(path):
-                return scope.path
-        parts = path.split(os.sep)
-        if "subagents" in parts[:-1]:
-            # <project>/<session>/subagents/[workflows/...]/agent-<id>.jsonl
-            idx = len(parts) - 1 - parts[::-1].index("subagents")
-            return os.sep.join([*parts[: idx - 1], f"{parts[idx - 1]}.jsonl"])
-        name = parts[-1]
-        if name.startswith("agent-"):
-            # Claude Code 2.0 wrote agent files beside the sessions; the lines say whose.
-            parent = first_session_id(Path(path))
-            if parent is None:
-                return None
-            return os.path.join(os.path.dirname(path), f"{parent}.jsonl")
-        return path
-
     def _attach(self, path: str) -> str | None:
         main = self._owner.get(path)
         if main is None:
-            main = self._session_of(path)
+            main = session_of(path, self.scopes)
             if main is None:
                 return None
             self._owner[path] = main
@@ -224,7 +153,7 @@ class Follower:
         for path in sorted(set(paths)):
             path = os.path.abspath(path)
             if os.path.isdir(path):
-                candidates: Iterable[str] = list(self._files_below(path))
+                candidates: Iterable[str] = list(files_below(self.scopes, path))
             elif any(s.holds(path) for s in self.scopes):
                 candidates = [path]
             else:
