@@ -20,6 +20,7 @@ COMMANDS = {
     "explain": "cachediag.cli.explain:explain",
     "schema": "cachediag.cli.schema:schema",
     "statusline": "cachediag.cli.statusline:statusline",
+    "watch": "cachediag.cli.watch:watch",
 }
 
 

@@ -53,7 +53,7 @@ def _agent_file(path: Path) -> AgentFile:
     return AgentFile(path, f"agent-{agent_id}", agent_kind(agent_id))
 
 
-def _first_session_id(path: Path) -> str | None:
+def first_session_id(path: Path) -> str | None:
     try:
         with path.open("rb") as fp:
             for _, raw in zip(range(20), fp, strict=False):
@@ -92,7 +92,7 @@ def sessions_in_dir(root: Path) -> list[SessionSource]:
             session_at(session_dir.parent, session_dir.name).agents.append(_agent_file(path))
         elif path.name.startswith("agent-"):
             # Claude Code 2.0 wrote agent files beside the sessions; the lines say whose.
-            parent = _first_session_id(path) or path.stem
+            parent = first_session_id(path) or path.stem
             session_at(path.parent, parent).agents.append(_agent_file(path))
         else:
             session_at(path.parent, path.stem)

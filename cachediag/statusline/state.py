@@ -16,6 +16,15 @@ import os
 import time
 import zlib
 
+from cachediag.follow.files import (
+    WANTED,
+    WANTED_WITH_CHAINS,
+    cursor,
+    file_signature,
+    resumable,
+    unchanged_since,
+    wanted_lines,
+)
 from cachediag.statusline import jsonlite
 
 TYPE_CHECKING = False
@@ -140,15 +149,6 @@ class WriterLock:
             self.fd = None
 
 
-def file_signature(path: str) -> dict[str, int] | None:
-    """What tells a file unchanged since the last run, or ``None`` when it is gone."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return {"ino": st.st_ino, "dev": st.st_dev, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
-
-
 def agent_files(transcript: str) -> list[str]:
     """A session's subagent transcripts: ``<session>/subagents/**/*.jsonl``, sorted."""
     root = os.path.join(os.path.splitext(transcript)[0], "subagents")
@@ -173,70 +173,7 @@ def unchanged(header: dict[str, Any], files: list[str]) -> bool:
     saved = header.get("files")
     if not isinstance(saved, dict) or set(saved) != set(files):
         return False
-    for path in files:
-        entry = saved[path]
-        sig = file_signature(path)
-        if sig is None or not isinstance(entry, dict):
-            return False
-        if any(entry.get(k) != v for k, v in sig.items()):
-            return False
-    return True
-
-
-WANTED = (b'"assistant"', b"compact_boundary")
-"""What ``transcript.wanted_line`` looks for (a test keeps the two in step): a line
-without any of these cannot add a request or a rebuild."""
-WANTED_WITH_CHAINS = (*WANTED, b'"isSidechain":true', b'"isSidechain": true')
-"""What ``transcript.wanted_line_with_chains`` looks for."""
-
-
-def wanted_lines(data: bytes, end: int, needles: tuple[bytes, ...]) -> list[int]:
-    """Start offsets of the lines of ``data[:end]`` holding any needle, in order.
-
-    One C-level scan per needle over the whole buffer instead of a Python test per line:
-    on a 100 MB transcript this is most of a cold run's time saved.
-    """
-    starts: set[int] = set()
-    for needle in needles:
-        i = data.find(needle, 0, end)
-        while i >= 0:
-            starts.add(data.rfind(b"\n", 0, i) + 1)
-            line_end = data.find(b"\n", i, end)
-            i = data.find(needle, line_end + 1, end) if line_end >= 0 else -1
-    return sorted(starts)
-
-
-TAIL_BYTES = 64
-"""Bytes before the saved offset whose hash must still match: catches a file rewritten
-in place with the same inode and at least the same length."""
-
-
-def tail_hash(fd: int, offset: int) -> str:
-    """Two checksums of the bytes before ``offset`` (never the bytes: they are prompt text)."""
-    n = min(TAIL_BYTES, offset)
-    tail = os.pread(fd, n, offset - n)
-    return f"{zlib.crc32(tail):08x}{zlib.adler32(tail):08x}"
-
-
-def resumable(path: str, saved: Any) -> bool:
-    """True when ``path`` still holds, unchanged, the bytes a state read up to its offset."""
-    if not isinstance(saved, dict):
-        return False
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        st = os.fstat(fd)
-        offset = saved.get("offset")
-        return (
-            isinstance(offset, int)
-            and (st.st_ino, st.st_dev) == (saved.get("ino"), saved.get("dev"))
-            and st.st_size >= offset
-            and tail_hash(fd, offset) == saved.get("tail")
-        )
-    finally:
-        os.close(fd)
+    return all(unchanged_since(saved[path], path) for path in files)
 
 
 def skip_request_free_appends(header: dict[str, Any], files: list[str]) -> dict[str, Any] | None:
@@ -253,10 +190,9 @@ def skip_request_free_appends(header: dict[str, Any], files: list[str]) -> dict[
     moved = dict(saved)
     for path in files:
         entry = saved[path]
-        sig = file_signature(path)
-        if sig is None or not isinstance(entry, dict):
+        if file_signature(path) is None or not isinstance(entry, dict):
             return None
-        if all(entry.get(k) == v for k, v in sig.items()):
+        if unchanged_since(entry, path):
             continue
         if not resumable(path, entry):
             return None
@@ -272,15 +208,8 @@ def skip_request_free_appends(header: dict[str, Any], files: list[str]) -> dict[
                 end = data.rfind(b"\n") + 1
                 if wanted_lines(data, end, needles):
                     return None
-                moved[path] = {
-                    "ino": st.st_ino,
-                    "dev": st.st_dev,
-                    "size": offset + len(data),
-                    "mtime_ns": st.st_mtime_ns,
-                    "offset": offset + end,
-                    "lines": lines + data.count(b"\n", 0, end),
-                    "tail": tail_hash(fp.fileno(), offset + end),
-                }
+                lines += data.count(b"\n", 0, end)
+                moved[path] = cursor(fp.fileno(), st, offset, len(data), end, lines)
         except OSError:
             return None
     return {**header, "files": moved}

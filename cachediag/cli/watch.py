@@ -1,0 +1,215 @@
+"""``cachediag watch``: follow live sessions and report each request as it lands."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import click
+
+from cachediag.cli.common import pricing_option, report_issues
+from cachediag.errors import InputError
+
+
+@click.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="JSON Lines: one event per line, flushed.")
+@click.option("--once", is_flag=True, help="Report what the files hold now, then exit.")
+@click.option(
+    "--from-start", is_flag=True, help="Report what the files already hold, then keep following."
+)
+@click.option("--misses-only", is_flag=True, help="Report only misses (and the final summary).")
+@click.option(
+    "--min-cost",
+    type=click.FloatRange(min=0),
+    metavar="USD",
+    help="Report only misses that cost at least USD beyond a hit (implies --misses-only).",
+)
+@click.option("--bell", is_flag=True, help="Ring the terminal bell (on stderr) for each miss.")
+@click.option("--schema", is_flag=True, help="Print the JSON Schema of --json events and exit.")
+@pricing_option
+def watch(
+    paths: tuple[Path, ...],
+    as_json: bool,
+    once: bool,
+    from_start: bool,
+    misses_only: bool,
+    min_cost: float | None,
+    bell: bool,
+    schema: bool,
+    pricing_file: Path | None = None,
+) -> None:
+    """Follow Claude Code sessions live: every request as it lands, misses with their cause.
+
+    PATHS may be transcripts (with their subagents/ folder), session or project folders or
+    a whole projects tree; default: ~/.claude/projects (or $CLAUDE_CONFIG_DIR/projects).
+    New sessions and subagent files are picked up as they appear.
+
+    By default only what happens after the start is reported (earlier requests are read
+    quietly, so the first new one is judged against its real predecessor); --from-start
+    reports what the files already hold too, --once reports that and exits. Ctrl-C or
+    SIGTERM ends the watch with a summary per session (exit status 0).
+
+    \b
+    Examples:
+      cachediag watch                                  everything, live
+      cachediag watch --misses-only --min-cost 0.10 --bell
+      cachediag watch --json | jq -c 'select(.outcome == "miss")'
+      cachediag watch --once --json session.jsonl     what a transcript holds, as events
+    """
+    if schema:
+        from cachediag.report.watch_contract import watch_schema
+
+        click.echo(json.dumps(watch_schema(), indent=2))
+        return
+    from cachediag.follow.events import RequestSeen, WatchEvent
+    from cachediag.follow.follower import Follower
+    from cachediag.follow.layout import scopes_for
+    from cachediag.pricing import price_function
+
+    roots = _roots(paths)
+    if pricing_file is not None:
+        from cachediag.pricing import pricing_source
+
+        pricing_source(pricing_file)  # a price file that cannot be used: an error now
+    alerts_only = misses_only or min_cost is not None
+    stop = threading.Event()
+    out = _Output(as_json, stop)
+
+    def emit(event: WatchEvent) -> None:
+        if alerts_only and not _alert(event, min_cost):
+            return
+        out.event(event)
+        if bell and isinstance(event, RequestSeen) and event.entry.outcome.value == "miss":
+            click.echo("\a", nl=False, err=True)
+
+    follower = Follower(
+        scopes_for(str(p) for p in roots),
+        emit,
+        price_function(pricing_file),
+        from_start=from_start or once,
+        stop=stop,
+    )
+    previous = _on_signals(stop)
+    try:
+        if once:
+            follower.start()
+        else:
+            from cachediag.follow.source import WatchdogSource, run
+
+            run(follower, WatchdogSource(), stop)
+    finally:
+        _restore(previous)
+    out.summary(follower.summaries())
+    report_issues(follower.issues)
+
+
+def _roots(paths: tuple[Path, ...]) -> list[Path]:
+    if not paths:
+        from cachediag.pipeline import default_paths
+
+        return default_paths()
+    for p in paths:
+        if not p.exists():
+            raise InputError(f"{p}: no such file or directory")
+        if not (p.is_file() or p.is_dir()):
+            raise InputError(f"{p}: not a regular file or directory")
+    return list(paths)
+
+
+def _alert(event: Any, min_cost: float | None) -> bool:
+    from cachediag.follow.events import RequestSeen
+
+    if not isinstance(event, RequestSeen) or event.entry.outcome.value != "miss":
+        return False
+    cost = event.cost.miss_cost_usd
+    # A miss of unknown price is shown: it may well be an expensive one.
+    return min_cost is None or cost is None or cost >= min_cost
+
+
+def _on_signals(stop: threading.Event) -> dict[int, Any]:
+    """Ctrl-C and SIGTERM end the loop cleanly (summary, exit 0) instead of killing it."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous: dict[int, Any] = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        # Not possible outside the main thread (a test running the command in a thread).
+        with contextlib.suppress(ValueError):
+            previous[sig] = signal.signal(sig, handler)
+    return previous
+
+
+def _restore(previous: dict[int, Any]) -> None:
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
+
+
+class _Output:
+    """Events to stdout, flushed one by one; a closed pipe (``| head``) ends the watch."""
+
+    def __init__(self, as_json: bool, stop: threading.Event) -> None:
+        self.as_json = as_json
+        self.stop = stop
+        self.closed = False
+        self.console: Any = None
+        if not as_json:
+            from rich.console import Console
+
+            self.console = Console(highlight=False)
+
+    def _write(self, text: str) -> None:
+        if self.closed:
+            return
+        try:
+            sys.stdout.write(text + "\n")
+            sys.stdout.flush()
+        except BrokenPipeError:
+            self._close()
+
+    def _close(self) -> None:
+        import os
+
+        self.closed = True
+        self.stop.set()
+        # Python would complain again when it flushes stdout at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+    def event(self, event: Any) -> None:
+        if self.as_json:
+            from cachediag.report.watch import event_dict
+
+            self._write(json.dumps(event_dict(event), ensure_ascii=False))
+            return
+        from cachediag.report.watch_view import event_line
+
+        try:
+            self.console.print(event_line(event), soft_wrap=True)
+        except BrokenPipeError:
+            self._close()
+
+    def summary(self, tallies: list[Any]) -> None:
+        if self.as_json:
+            from cachediag.report.watch import summary_dict
+
+            now = time.time()
+            for tally in tallies:
+                self._write(json.dumps(summary_dict(tally, now), ensure_ascii=False))
+            return
+        from cachediag.report.watch_view import print_summary
+
+        if self.closed:
+            return
+        try:
+            print_summary(self.console, tallies)
+        except BrokenPipeError:
+            self._close()

@@ -1,0 +1,334 @@
+"""Following every transcript below some paths: which file is whose session, what is new.
+
+The ``Follower`` is told which paths changed (by ``follow.source``, or by a test) and
+reads them through each session's ``LiveSession``; it never waits and never imports
+watchdog. What it reports goes to ``emit`` as ``follow.events`` records.
+
+What counts as new: in ``from_start`` mode everything; otherwise only what a file gains
+after the start. A session is then read up to its start-of-watch sizes quietly (so that
+the first new request is classified against its real predecessor) when it first shows
+activity, or at the start when it was written to within the last hour.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from cachediag.analysis.costs import PriceFn, entry_cost
+from cachediag.analysis.ledger import LedgerEntry
+from cachediag.errors import NotALogError
+from cachediag.follow.events import (
+    FileRemoved,
+    FileReset,
+    RebuildSeen,
+    RequestSeen,
+    SessionRef,
+    SessionSeen,
+    StreamSeen,
+    Tally,
+    WatchEvent,
+)
+from cachediag.follow.files import resumable, unchanged_since
+from cachediag.follow.layout import Scope, files_below, session_of
+from cachediag.follow.session import LiveSession
+from cachediag.ingest.detect import CLAUDE_CODE, SNIFF_LINES, detect_format
+from cachediag.model import MAIN_STREAM, LineIssue, RequestRecord, StreamItem
+
+RECENT_S = 3600.0
+"""Sessions written to within this long before the start are read at the start (the
+longest cache TTL: older ones cannot be warm, and are read when they wake up)."""
+SNIFF_BYTES = 1 << 20
+
+ItemKey = tuple[str, ...]
+
+
+def item_key(item: StreamItem) -> ItemKey:
+    """What identifies an item across two reads of the same session."""
+    if isinstance(item, RequestRecord):
+        if item.message_id:
+            return (item.stream, "message", item.message_id)
+        if item.request_id:
+            return (item.stream, "request", item.request_id)
+        return (item.stream, "line", str(item.line))
+    return (item.stream, item.kind.value, repr(item.at))
+
+
+@dataclass(slots=True)
+class Tracked:
+    """A session as the follower knows it."""
+
+    ref: SessionRef
+    files: set[str] = field(default_factory=set)
+    live: LiveSession | None = None
+    known: set[ItemKey] = field(default_factory=set)
+    """Items read so far, reported or not: a session read again reports only the others."""
+    quiet: bool = False
+    streams: set[str] = field(default_factory=lambda: {MAIN_STREAM})
+    shown: bool = False
+    gone: set[str] = field(default_factory=set)
+
+
+class Follower:
+    def __init__(
+        self,
+        scopes: list[Scope],
+        emit: Callable[[WatchEvent], None],
+        price_of: PriceFn,
+        *,
+        from_start: bool = False,
+        clock: Callable[[], float] = time.time,
+        stop: threading.Event | None = None,
+    ) -> None:
+        self.scopes = scopes
+        self.emit = emit
+        self.price_of = price_of
+        self.from_start = from_start
+        self.clock = clock
+        self.stop = stop
+        """Checked between sessions of a long first read (``--once`` on a large tree)."""
+        self.sessions: dict[str, Tracked] = {}
+        self.tallies: dict[str, Tally] = {}
+        self.issues: list[LineIssue] = []
+        self._owner: dict[str, str] = {}
+        self._at_start: dict[str, tuple[int, int, int]] = {}
+        """(dev, ino, size) of each file found at the start; their bytes are not new."""
+        self._ignored: set[str] = set()
+        self._logs: set[str] = set()
+
+    # -- discovery ---------------------------------------------------------------------
+
+    def folders(self) -> list[str]:
+        return sorted({s.folder() for s in self.scopes})
+
+    def start(self) -> None:
+        """Find what exists; read it all (``from_start``) or note where it ends."""
+        found: list[str] = []
+        for scope in self.scopes:
+            if scope.is_file:
+                found.append(scope.path)
+                found.extend(files_below(self.scopes, os.path.splitext(scope.path)[0]))
+            else:
+                found.extend(files_below(self.scopes, scope.path))
+        recent = self.clock() - RECENT_S
+        warm: set[str] = set()
+        for path in sorted(set(found)):
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            if not self.from_start:
+                self._at_start[path] = (st.st_dev, st.st_ino, st.st_size)
+            owner = self._attach(path)
+            if owner is not None and (self.from_start or st.st_mtime >= recent):
+                warm.add(owner)
+        for main in sorted(warm):
+            if self.stop is not None and self.stop.is_set():
+                return
+            self._update(self.sessions[main])
+
+    def _attach(self, path: str) -> str | None:
+        main = self._owner.get(path)
+        if main is None:
+            main = session_of(path, self.scopes)
+            if main is None:
+                return None
+            self._owner[path] = main
+        tracked = self.sessions.get(main)
+        if tracked is None:
+            project = os.path.basename(os.path.dirname(main)) or None
+            ref = SessionRef(os.path.basename(main)[: -len(".jsonl")], project, main)
+            tracked = self.sessions[main] = Tracked(ref)
+        tracked.files.add(path)
+        return main
+
+    # -- changes -----------------------------------------------------------------------
+
+    def changed(self, paths: Iterable[str]) -> None:
+        """Read what the given files (or every transcript below given folders) gained."""
+        touched: dict[str, Tracked] = {}
+        for path in sorted(set(paths)):
+            path = os.path.abspath(path)
+            if os.path.isdir(path):
+                candidates: Iterable[str] = list(files_below(self.scopes, path))
+            elif any(s.holds(path) for s in self.scopes):
+                candidates = [path]
+            else:
+                candidates = [p for p in self._owner if p.startswith(path + os.sep)]
+            for candidate in candidates:
+                is_new = candidate not in self._owner and candidate not in self._at_start
+                if is_new and not os.path.isfile(candidate):
+                    continue  # created and gone before we looked: nothing to follow
+                main = self._attach(candidate)
+                if main is None:
+                    continue
+                tracked = self.sessions[main]
+                if is_new and candidate == main and not tracked.shown:
+                    self._show(tracked, new=True)
+                touched[main] = tracked
+        for main in sorted(touched):
+            self._update(touched[main])
+
+    def _update(self, tracked: Tracked) -> None:
+        if tracked.live is None:
+            tracked.live = self._live(tracked)
+            self._prime(tracked)
+        main = tracked.ref.transcript
+        for path in sorted(tracked.files, key=lambda p: (p != main, p)):
+            self._read(tracked, path)
+
+    def _live(self, tracked: Tracked) -> LiveSession:
+        def landed(item: StreamItem, entry: LedgerEntry | None) -> None:
+            self._landed(tracked, item, entry)
+
+        def bad_line(source: str, line: int, reason: str) -> None:
+            self.issues.append(LineIssue(source, line, reason))
+
+        return LiveSession(tracked.ref.transcript, landed, bad_line)
+
+    def _prime(self, tracked: Tracked) -> None:
+        """Read quietly what the session's files held at the start."""
+        live = tracked.live
+        assert live is not None
+        tracked.quiet = True
+        try:
+            for path in sorted(tracked.files):
+                known = self._at_start.get(path)
+                if known is None or not self._is_log(path):
+                    continue
+                try:
+                    st = os.stat(path)
+                    if (st.st_dev, st.st_ino) == known[:2] and st.st_size >= known[2]:
+                        live.read(path, until=known[2])
+                except OSError:
+                    continue
+        finally:
+            tracked.quiet = False
+
+    def _read(self, tracked: Tracked, path: str) -> None:
+        live = tracked.live
+        assert live is not None
+        saved = live.files.get(path)
+        if not os.path.exists(path):
+            if saved is not None and path not in tracked.gone:
+                tracked.gone.add(path)
+                self._report(tracked, FileRemoved(tracked.ref, self.clock(), path))
+            return
+        if saved is not None:
+            if unchanged_since(saved, path):
+                return
+            if not resumable(path, saved):
+                self._reset(tracked, path, saved)
+                return
+        if not self._is_log(path):
+            return
+        tracked.gone.discard(path)
+        try:
+            live.read(path)
+        except OSError:
+            return  # gone between the check and the read: the next event says so
+
+    def _reset(self, tracked: Tracked, path: str, saved: dict[str, object]) -> None:
+        """Read the whole session again; ``known`` keeps what was reported from repeating."""
+        try:
+            st = os.stat(path)
+            offset = saved.get("offset")
+            if (st.st_ino, st.st_dev) != (saved.get("ino"), saved.get("dev")):
+                reason = "replaced"
+            elif isinstance(offset, int) and st.st_size < offset:
+                reason = "truncated"
+            else:
+                reason = "rewritten"
+        except OSError:
+            return
+        self._report(tracked, FileReset(tracked.ref, self.clock(), path, reason))
+        tracked.gone.clear()
+        self._logs.discard(path)
+        self._ignored.discard(path)
+        tracked.live = self._live(tracked)
+        main = tracked.ref.transcript
+        for other in sorted(tracked.files, key=lambda p: (p != main, p)):
+            if os.path.exists(other) and self._is_log(other):
+                try:
+                    tracked.live.read(other)
+                except OSError:
+                    continue
+
+    def _is_log(self, path: str) -> bool:
+        """False for a file that is not a Claude Code transcript (noted once, then left)."""
+        if path in self._logs:
+            return True
+        if path in self._ignored:
+            return False
+        try:
+            with open(path, "rb") as fp:
+                head = fp.read(SNIFF_BYTES)
+        except OSError:
+            return False
+        lines = head.splitlines(keepends=True)
+        complete = [raw for raw in lines if raw.endswith(b"\n")][:SNIFF_LINES]
+        if not any(raw.strip() for raw in complete):
+            return True  # nothing to judge yet; the reader waits for whole lines anyway
+        try:
+            fmt = detect_format(complete, path)
+        except NotALogError as exc:
+            reason = str(exc).removeprefix(f"{path}: ")
+        else:
+            if fmt == CLAUDE_CODE:
+                self._logs.add(path)
+                return True
+            reason = f"a {fmt} log, not a Claude Code transcript"
+        self._ignored.add(path)
+        self.issues.append(LineIssue(path, 0, reason))
+        return False
+
+    # -- reporting ---------------------------------------------------------------------
+
+    def _landed(self, tracked: Tracked, item: StreamItem, entry: LedgerEntry | None) -> None:
+        key = item_key(item)
+        first_time = key not in tracked.known
+        tracked.known.add(key)
+        new_stream = item.stream not in tracked.streams
+        tracked.streams.add(item.stream)
+        if tracked.quiet or not first_time:
+            return
+        live = tracked.live
+        assert live is not None
+        stream = live.log.streams[item.stream]
+        if new_stream:
+            self._report(
+                tracked, StreamSeen(tracked.ref, item.at, stream.id, stream.kind, stream.source)
+            )
+        if entry is None:
+            assert not isinstance(item, RequestRecord)
+            self._report(tracked, RebuildSeen(tracked.ref, item))
+            return
+        seen = RequestSeen(tracked.ref, stream.kind, entry, entry_cost(entry, self.price_of))
+        self._report(tracked, seen)
+        self._tally(tracked).add(seen)
+
+    def _tally(self, tracked: Tracked) -> Tally:
+        main = tracked.ref.transcript
+        found = self.tallies.get(main)
+        if found is None:
+            found = self.tallies[main] = Tally(tracked.ref)
+        return found
+
+    def _show(self, tracked: Tracked, *, new: bool) -> None:
+        tracked.shown = True
+        self._tally(tracked)
+        self.emit(SessionSeen(tracked.ref, self.clock(), new))
+
+    def _report(self, tracked: Tracked, event: WatchEvent) -> None:
+        if not tracked.shown:
+            self._show(tracked, new=False)
+        if isinstance(event, RebuildSeen):
+            self._tally(tracked).compactions += 1
+        self.emit(event)
+
+    def summaries(self) -> list[Tally]:
+        """One tally per session that showed activity, in the order they did."""
+        return list(self.tallies.values())

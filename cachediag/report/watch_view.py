@@ -1,0 +1,147 @@
+"""``cachediag watch`` for people: one line per event, a table of sessions at the end.
+
+Hits are dim, misses bold red with their causes, what they re-processed and what that
+cost; expected rebuilds and compactions yellow; sessions and streams as they appear.
+Times are UTC, as in ``analyze``.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.text import Text
+
+from cachediag.analysis.ledger import LedgerEntry, Outcome
+from cachediag.follow.events import (
+    FileReset,
+    RebuildSeen,
+    RequestSeen,
+    SessionSeen,
+    StreamSeen,
+    Tally,
+    WatchEvent,
+)
+from cachediag.report.tables import format_duration, format_time, format_tokens
+
+STREAM_WIDTH = 16
+_LABELS = {
+    Outcome.HIT: ("hit", "dim"),
+    Outcome.COLD: ("cold", "dim"),
+    Outcome.UNCACHED: ("uncached", "dim"),
+    Outcome.EXPECTED: ("rebuild", "yellow"),
+    Outcome.MISS: ("MISS", "bold red"),
+}
+
+
+def format_cost(value: float | None) -> str:
+    """Dollars, with enough digits that a small miss does not read as $0.00."""
+    if value is None:
+        return "price unknown"
+    return f"${value:,.2f}" if value >= 0.01 or value == 0 else f"${value:.4f}"
+
+
+def _prefix(at: float | None, session_id: str, stream: str) -> str:
+    when = format_time(at) if at is not None else " " * 8
+    name = stream if len(stream) <= STREAM_WIDTH else stream[: STREAM_WIDTH - 1] + "…"
+    return f"{when} {session_id[:8]:<8} {name:<{STREAM_WIDTH}} "
+
+
+def cause_label(entry: LedgerEntry) -> str:
+    """The causes of a miss with what the log tells about them."""
+    d, ev = entry.diagnosis, entry.evidence
+    if entry.outcome is Outcome.EXPECTED:
+        kind = entry.announced.value if entry.announced else "an announced rebuild"
+        return f"after {kind}"
+    if d is None:
+        return ""
+    label = ", ".join(c.value for c in d.causes)
+    extras = []
+    if d.tools_added:
+        extras.append(f"+{len(d.tools_added)} tools")
+    if d.tools_removed:
+        extras.append(f"-{len(d.tools_removed)} tools")
+    if d.system_char_delta is not None:
+        extras.append(f"system {d.system_char_delta:+d} chars")
+    if ev is not None and ev.model_before != ev.model_after:
+        extras.append(f"{ev.model_before} -> {ev.model_after}")
+    if ev is not None and any(c.value.startswith("ttl_expired") for c in d.causes):
+        extras.append(f"idle {format_duration(ev.gap_s)}")
+    if d.source == "server":
+        extras.append("reported by the API")
+    return label + (f" ({'; '.join(extras)})" if extras else "")
+
+
+def request_line(seen: RequestSeen) -> Text:
+    entry, record = seen.entry, seen.entry.record
+    label, style = _LABELS[entry.outcome]
+    text = _prefix(record.at, seen.session.session_id, record.stream) + f"{label:<8} "
+    if entry.outcome in (Outcome.MISS, Outcome.EXPECTED):
+        details = [
+            cause_label(entry),
+            f"{format_tokens(entry.reprocessed_tokens)} tokens re-processed",
+            format_cost(seen.cost.miss_cost_usd),
+        ]
+        text += " · ".join(d for d in details if d)
+    else:
+        parts = [f"{format_tokens(record.cache_read_tokens)} read"]
+        if record.cache_creation_tokens:
+            parts.append(f"{format_tokens(record.cache_creation_tokens)} written")
+        text += " · ".join(parts)
+    return Text(text, style=style)
+
+
+def event_line(event: WatchEvent) -> Text:
+    if isinstance(event, RequestSeen):
+        return request_line(event)
+    ref = event.session
+    if isinstance(event, RebuildSeen):
+        e = event.event
+        head = _prefix(e.at, ref.session_id, e.stream)
+        return Text(head + f"{e.kind.value} announced", style="yellow")
+    if isinstance(event, SessionSeen):
+        where = f" · {ref.project}" if ref.project else ""
+        state = "new session" if event.new else "session"
+        return Text(f"── {state} {ref.session_id}{where}", style="bold cyan")
+    if isinstance(event, StreamSeen):
+        head = _prefix(event.at, ref.session_id, event.stream)
+        return Text(head + f"new {event.kind.value} stream", style="cyan")
+    if isinstance(event, FileReset):
+        return Text(
+            f"── {ref.session_id[:8]}: {event.path} {event.reason}; session read again",
+            style="magenta",
+        )
+    return Text(f"── {ref.session_id[:8]}: {event.path} removed", style="magenta")
+
+
+def summary_line(t: Tally) -> Text:
+    """``4d5611e5 (spotter): 152 requests · 96% from cache · 3 misses (...) · $1.47``."""
+    where = f" ({t.session.project})" if t.session.project else ""
+    parts = [f"{t.requests} request{'s' if t.requests != 1 else ''}"]
+    if t.hit_ratio is not None:
+        parts.append(f"{t.hit_ratio * 100:.0f}% from cache")
+    misses = t.count(Outcome.MISS)
+    text = f"{misses} miss{'es' if misses != 1 else ''}"
+    if t.miss_causes:
+        causes = sorted(t.miss_causes.items(), key=lambda kv: (-kv[1], kv[0]))
+        text += " (" + ", ".join(f"{c}: {n}" for c, n in causes) + ")"
+    parts.append(text)
+    rebuilds = t.count(Outcome.EXPECTED)
+    if rebuilds:
+        parts.append(f"{rebuilds} rebuild{'s' if rebuilds != 1 else ''}")
+    if t.reprocessed_tokens:
+        cost = format_cost(t.miss_cost_usd)
+        if t.unpriced_requests:
+            cost += f", {t.unpriced_requests} requests unpriced"
+        parts.append(f"{format_tokens(t.reprocessed_tokens)} tokens re-processed ({cost})")
+    line = Text(f"{t.session.session_id[:8]}{where}: ", style="bold")
+    line.append(" · ".join(parts), style="red" if misses else "")
+    return line
+
+
+def print_summary(console: Console, tallies: list[Tally]) -> None:
+    """One line per session that showed activity while watched."""
+    if not tallies:
+        return
+    console.print()
+    console.print(Text("Watched sessions", style="bold"))
+    for t in tallies:
+        console.print(summary_line(t), soft_wrap=True)
