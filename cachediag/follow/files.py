@@ -18,12 +18,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs milliseconds at run time; the warm path avoids it
     from typing import Any
 
-WANTED = (b'"assistant"', b"compact_boundary")
-"""What ``transcript.wanted_line`` looks for (a test keeps the two in step): a line
-without any of these cannot add a request or a rebuild."""
-WANTED_WITH_CHAINS = (*WANTED, b'"isSidechain":true', b'"isSidechain": true')
-"""What ``transcript.wanted_line_with_chains`` looks for."""
-
 
 def file_signature(path: str) -> dict[str, int] | None:
     """What tells a file unchanged since the last read, or ``None`` when it is gone."""
@@ -40,22 +34,6 @@ def unchanged_since(saved: Any, path: str) -> bool:
     if sig is None or not isinstance(saved, dict):
         return False
     return all(saved.get(k) == v for k, v in sig.items())
-
-
-def wanted_lines(data: bytes, end: int, needles: tuple[bytes, ...]) -> list[int]:
-    """Start offsets of the lines of ``data[:end]`` holding any needle, in order.
-
-    One C-level scan per needle over the whole buffer instead of a Python test per line:
-    on a 100 MB transcript this is most of a cold run's time saved.
-    """
-    starts: set[int] = set()
-    for needle in needles:
-        i = data.find(needle, 0, end)
-        while i >= 0:
-            starts.add(data.rfind(b"\n", 0, i) + 1)
-            line_end = data.find(b"\n", i, end)
-            i = data.find(needle, line_end + 1, end) if line_end >= 0 else -1
-    return sorted(starts)
 
 
 TAIL_BYTES = 64

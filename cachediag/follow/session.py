@@ -13,8 +13,9 @@ from collections.abc import Callable
 from typing import Any
 
 from cachediag.analysis.ledger import Ledger, LedgerEntry
-from cachediag.follow.files import WANTED, WANTED_WITH_CHAINS, cursor, wanted_lines
+from cachediag.follow.files import cursor
 from cachediag.ingest.lines import BadLine, parse_line
+from cachediag.ingest.needles import WANTED, WANTED_WITH_CHAINS, wanted_lines
 from cachediag.ingest.transcript import FORMAT, TranscriptReader, agent_kind
 from cachediag.model import MAIN_STREAM, SessionLog, StreamItem, StreamKind
 

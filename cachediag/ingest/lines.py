@@ -13,6 +13,7 @@ except ImportError:  # pragma: no cover - exercised only without orjson
     from json import JSONDecodeError as _DecodeError  # type: ignore[assignment]
     from json import loads as _loads  # type: ignore[assignment]
 
+from cachediag.ingest.needles import wanted_lines
 from cachediag.model import LineIssue
 
 JsonObject = dict[str, Any]
@@ -93,13 +94,7 @@ def scan_lines(
         if end == 0:  # one line longer than a chunk: keep reading
             carry = buf
             continue
-        starts: set[int] = set()
-        for needle in needles:
-            i = buf.find(needle, 0, end)
-            while i >= 0:
-                starts.add(buf.rfind(b"\n", 0, i) + 1)
-                stop = buf.find(b"\n", i, end)
-                i = buf.find(needle, stop + 1, end) if stop >= 0 else -1
+        starts = set(wanted_lines(buf, end, needles))
         line_starts, newlines, well_formed = _line_starts(buf, end)
         if not well_formed:
             starts |= _odd_lines(buf, end)

@@ -11,10 +11,10 @@ from cachediag.errors import InputError, NotALogError
 from cachediag.ingest.detect import CLAUDE_CODE, SNIFF_LINES, detect_format
 from cachediag.ingest.discover import SessionSource
 from cachediag.ingest.lines import BadLine, parse_numbered, scan_lines
+from cachediag.ingest.needles import needles_for
 from cachediag.ingest.transcript import (
     FORMAT,
     TranscriptReader,
-    needles_for,
 )
 from cachediag.model import MAIN_STREAM, LineIssue, SessionLog, StreamKind
 

@@ -16,6 +16,7 @@ from cachediag.ingest.anthropic import (
     usage_record,
 )
 from cachediag.ingest.lines import BadLine, JsonObject
+from cachediag.ingest.needles import WANTED, WANTED_WITH_CHAINS
 from cachediag.model import (
     MAIN_STREAM,
     RebuildAnnounced,
@@ -33,23 +34,6 @@ _BOUNDARIES = {
     "compact_boundary": RebuildKind.COMPACTION,
     "microcompact_boundary": RebuildKind.MICROCOMPACTION,
 }
-
-
-WANTED: tuple[bytes, ...] = (b'"assistant"', b"compact_boundary")
-"""Only lines holding one of these can carry a request or a rebuild."""
-WANTED_WITH_CHAINS: tuple[bytes, ...] = (*WANTED, b'"isSidechain":true')
-"""As ``WANTED``, plus the sidechain lines that link inline subagent chains (Claude Code
-writes compact JSON; each extra spelling would cost one more pass over every file)."""
-
-
-def needles_for(head: list[bytes], follow_chains: bool) -> tuple[bytes, ...]:
-    """The needles for one file: Claude Code writes compact JSON, but a transcript that was
-    re-serialised with spaces must still link its inline sidechains."""
-    if not follow_chains:
-        return WANTED
-    if any(b'"isSidechain": ' in raw for raw in head):
-        return (*WANTED, b'"isSidechain": true')
-    return WANTED_WITH_CHAINS
 
 
 def wanted_line(raw: bytes) -> bool:

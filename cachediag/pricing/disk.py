@@ -18,16 +18,10 @@ from importlib.util import find_spec
 from typing import Any
 
 from cachediag.analysis.costs import ModelPrices
+from cachediag.paths import cache_dir
 
 _FILE = "prices.json"
 _VERSION = 1
-
-
-def cache_dir() -> str:
-    base = os.environ.get("XDG_CACHE_HOME", "").strip()
-    if not base or not os.path.isabs(base):
-        base = os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "cachediag")
 
 
 def _stamp() -> str | None:

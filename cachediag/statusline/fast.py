@@ -14,6 +14,7 @@ import os
 import sys
 import time
 
+from cachediag.paths import cache_dir
 from cachediag.statusline import jsonlite, render, state
 
 TYPE_CHECKING = False
@@ -71,7 +72,7 @@ def use_color(opts: Options) -> bool:
 def log_failure(message: str) -> None:
     """Append to ``<cache dir>/statusline.log``; never raises, never logs stdin content."""
     try:
-        folder = state.cache_dir()
+        folder = cache_dir()
         os.makedirs(folder, mode=0o700, exist_ok=True)
         path = os.path.join(folder, "statusline.log")
         try:

@@ -16,15 +16,9 @@ import os
 import time
 import zlib
 
-from cachediag.follow.files import (
-    WANTED,
-    WANTED_WITH_CHAINS,
-    cursor,
-    file_signature,
-    resumable,
-    unchanged_since,
-    wanted_lines,
-)
+from cachediag.follow.files import cursor, file_signature, resumable, unchanged_since
+from cachediag.ingest.needles import WANTED, WANTED_WITH_CHAINS, wanted_lines
+from cachediag.paths import cache_dir
 from cachediag.statusline import jsonlite
 
 TYPE_CHECKING = False
@@ -36,13 +30,6 @@ if TYPE_CHECKING:  # typing costs milliseconds at run time; the warm path avoids
 
 STATE_VERSION = 1
 """Bump when the layout or the accounting changes: older states are then recomputed."""
-
-
-def cache_dir() -> str:
-    base = os.environ.get("XDG_CACHE_HOME", "").strip()
-    if not base or not os.path.isabs(base):
-        base = os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "cachediag")
 
 
 def state_path(transcript: str, root: str | None = None) -> str:
