@@ -225,3 +225,20 @@ def test_cost_beside_claude_codes_count_only_when_the_counts_agree(
     differ = {"transcript_path": str(t), "prompt_cache": {"hit_ratio": 0.3, "misses": 2}}
     assert run_line(differ, "--no-color", "--format", "{misses}") == "2 misses"
     assert json.loads(run_line(differ, "--json"))["cachediag"]["miss_cost_usd"] is None
+
+
+def test_line_never_passes_control_characters_or_impossible_ratios() -> None:
+    from cachediag.statusline.render import render_line
+
+    view = {
+        "prompt_cache": {
+            "hit_ratio": -5,
+            "requests": 3,
+            "misses": 1,
+            "last_miss_cause": {"causes": ["\x1b]0;pwned\x07tools_changed\x1b[31m"]},
+        }
+    }
+    line = render_line(view)
+    assert "\x1b" not in line and "\x07" not in line
+    assert "-500%" not in line and "cache \u2013" in line
+    assert "tools_changed" in line

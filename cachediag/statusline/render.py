@@ -36,6 +36,10 @@ def count(obj: Any, key: str) -> int | None:
     return int(value) if value is not None and value >= 0 else None
 
 
+def printable(text: str, limit: int = 40) -> str:
+    return "".join(ch for ch in text[:limit] if ch.isprintable())
+
+
 def _paint(text: str, colour: str, on: bool) -> str:
     return f"{colour}{text}{_RESET}" if on and text else text
 
@@ -59,7 +63,7 @@ def field_hit(view: View, color: bool) -> str:
     if not isinstance(pc, dict):
         return "cache ?"
     ratio = number(pc, "hit_ratio")
-    if ratio is None:
+    if ratio is None or not 0 <= ratio <= 1:  # a ratio outside [0, 1] is not a ratio
         return f"cache {NONE}"
     pct = math.floor(ratio * 100) if ratio < 1 else 100
     tone = _GREEN if ratio >= 0.8 else _YELLOW if ratio >= 0.5 else _RED
@@ -116,7 +120,9 @@ def field_last(view: View, color: bool) -> str:
     causes = cause.get("causes") if isinstance(cause, dict) else None
     if not isinstance(causes, list):
         return ""
-    names = [c for c in causes if isinstance(c, str) and c][:3]
+    # Cause names come from Claude Code's object: keep them to printable characters so
+    # that nothing in it can drive the terminal.
+    names = [printable(c) for c in causes if isinstance(c, str) and printable(c)][:3]
     if not names:
         return ""
     assert isinstance(cause, dict)
@@ -129,7 +135,8 @@ def field_agents(view: View, color: bool) -> str:
     if not streams:
         return ""
     ratio = number(agents, "hit_ratio")
-    text = f"agents {streams}: {NONE if ratio is None else f'{math.floor(ratio * 100)}%'}"
+    shown = NONE if ratio is None or not 0 <= ratio <= 1 else f"{math.floor(ratio * 100)}%"
+    text = f"agents {streams}: {shown}"
     misses = count(agents, "misses") or 0
     if misses:
         text += f", {_plural(misses, 'miss')}"
