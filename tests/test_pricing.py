@@ -227,3 +227,16 @@ def test_bad_price_file_is_a_clear_error(tmp_path: Path, content: str, message: 
     result = CliRunner().invoke(main, ["audit", "--pricing", str(path), str(SPOTTER_SESSION)])
     assert result.exit_code == 1
     assert result.stderr.startswith("Error: ") and message in result.stderr
+
+
+def test_sonnet_4_long_context_tier_is_filled_in() -> None:
+    # pricing.md: Sonnet 4 above 200k prompt tokens: $6 in, $22.50 out for the whole request
+    # (cache prices scale with input: 7.50 / 12 / 0.60).
+    from cachediag.pricing import lookup_prices
+
+    p = lookup_prices("claude-sonnet-4-20250514", 1_764_460_800.0)
+    assert p is not None and p.long_context is not None
+    assert p.long_context_threshold_tokens == 200_000
+    lc = p.long_context
+    assert (lc.input_mtok, lc.output_mtok) == (6.0, 22.5)
+    assert (lc.cache_write_5m_mtok, lc.cache_write_1h_mtok, lc.cache_read_mtok) == (7.5, 12.0, 0.6)

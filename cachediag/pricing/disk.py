@@ -21,7 +21,8 @@ from cachediag.analysis.costs import ModelPrices
 from cachediag.paths import cache_dir
 
 _FILE = "prices.json"
-_VERSION = 1
+_VERSION = 2
+"""Bump when the conversion of genai-prices data changes: saved prices are then redone."""
 
 
 def _stamp() -> str | None:

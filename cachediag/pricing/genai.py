@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from decimal import Decimal
 from functools import cache
@@ -103,8 +104,6 @@ def convert_model_price(price: Any, source: str) -> ModelPrices | None:
 
 
 def _with_tier(prices: ModelPrices, threshold: int, long_context: ModelPrices) -> ModelPrices:
-    from dataclasses import replace
-
     return replace(prices, long_context_threshold_tokens=threshold, long_context=long_context)
 
 
@@ -117,4 +116,30 @@ def genai_prices(model: str, at: float) -> ModelPrices | None:
     except LookupError:
         return None
     when = datetime.fromtimestamp(at, UTC)
-    return convert_model_price(info.get_prices(when), f"{source_name()} ({info.id})")
+    found = convert_model_price(info.get_prices(when), f"{source_name()} ({info.id})")
+    return _fill_long_context(found, info.id)
+
+
+LONG_CONTEXT_GAPS: dict[str, tuple[int, float, float]] = {
+    # genai-prices id: (threshold, factor on input/cache prices, factor on output).
+    # Sonnet 4 bills a whole request over 200k prompt tokens at $6 in / $22.50 out
+    # (pricing.md); genai-prices 0.2.3 has that tier for Sonnet 4.5 but not for Sonnet 4.
+    "claude-sonnet-4-0": (200_000, 2.0, 1.5),
+}
+
+
+def _fill_long_context(prices: ModelPrices | None, model_id: str) -> ModelPrices | None:
+    gap = LONG_CONTEXT_GAPS.get(model_id)
+    if prices is None or gap is None or prices.long_context is not None:
+        return prices
+    threshold, factor_in, factor_out = gap
+    tier = replace(
+        prices,
+        input_mtok=prices.input_mtok * factor_in,
+        cache_write_5m_mtok=prices.cache_write_5m_mtok * factor_in,
+        cache_write_1h_mtok=prices.cache_write_1h_mtok * factor_in,
+        cache_read_mtok=prices.cache_read_mtok * factor_in,
+        output_mtok=prices.output_mtok * factor_out,
+        source=prices.source + " + long-context tier of pricing.md",
+    )
+    return _with_tier(prices, threshold, tier)
