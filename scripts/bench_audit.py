@@ -151,7 +151,9 @@ def total_tokens(doc: dict[str, object]) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size-mb", type=float, default=1000)
-    parser.add_argument("--ccusage", default=shutil.which("ccusage") or "ccusage")
+    parser.add_argument(
+        "--ccusage", help="ccusage executable (default: found or installed as bench_analyze does)"
+    )
     parser.add_argument("--repeat", type=int, default=3, help="Runs per tool; best is shown.")
     parser.add_argument("--keep", type=Path, help="Build the tree here and keep it.")
     parser.add_argument(
@@ -161,6 +163,11 @@ def main() -> None:
         help="cachediag --jobs values to try (default: the automatic choice).",
     )
     args = parser.parse_args()
+    if args.ccusage is None:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from bench_analyze import find_ccusage  # one way to find or install ccusage
+
+        args.ccusage = find_ccusage()[0]
     if not CORPUS.is_dir():
         raise SystemExit(f"{CORPUS} not found: the benchmark builds its tree from the corpus")
     tmp = Path(tempfile.mkdtemp(prefix="cachediag-bench-")) if args.keep is None else args.keep

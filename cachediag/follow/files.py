@@ -16,6 +16,7 @@ import zlib
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs milliseconds at run time; the warm path avoids it
+    from collections.abc import Iterator
     from typing import Any
 
 
@@ -83,3 +84,22 @@ def cursor(fd: int, st: os.stat_result, offset: int, read: int, end: int, lines:
         "lines": lines,
         "tail": tail_hash(fd, offset + end),
     }
+
+
+def jsonl_below(root: str) -> Iterator[str]:
+    """Every ``*.jsonl`` file below ``root`` (links not followed; unreadable folders skipped)."""
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                elif entry.name.endswith(".jsonl") and entry.is_file():
+                    yield entry.path
+            except OSError:
+                continue

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from cachediag.follow.files import jsonl_below
 from cachediag.ingest.discover import first_session_id
 
 
@@ -47,25 +48,7 @@ def scopes_for(paths: Iterable[str]) -> list[Scope]:
 
 def files_below(scopes: list[Scope], root: str) -> Iterator[str]:
     """Every transcript below ``root`` that one of ``scopes`` holds."""
-    stack = [root]
-    while stack:
-        folder = stack.pop()
-        try:
-            entries = list(os.scandir(folder))
-        except OSError:
-            continue
-        for entry in entries:
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append(entry.path)
-                elif (
-                    entry.name.endswith(".jsonl")
-                    and entry.is_file()
-                    and any(s.holds(entry.path) for s in scopes)
-                ):
-                    yield entry.path
-            except OSError:
-                continue
+    return (path for path in jsonl_below(root) if any(s.holds(path) for s in scopes))
 
 
 def session_of(path: str, scopes: list[Scope]) -> str | None:

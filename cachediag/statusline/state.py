@@ -16,7 +16,13 @@ import os
 import time
 import zlib
 
-from cachediag.follow.files import cursor, file_signature, resumable, unchanged_since
+from cachediag.follow.files import (
+    cursor,
+    file_signature,
+    jsonl_below,
+    resumable,
+    unchanged_since,
+)
 from cachediag.ingest.needles import WANTED, WANTED_WITH_CHAINS, wanted_lines
 from cachediag.paths import cache_dir
 from cachediag.statusline import jsonlite
@@ -138,21 +144,7 @@ class WriterLock:
 
 def agent_files(transcript: str) -> list[str]:
     """A session's subagent transcripts: ``<session>/subagents/**/*.jsonl``, sorted."""
-    root = os.path.join(os.path.splitext(transcript)[0], "subagents")
-    found: list[str] = []
-    stack = [root]
-    while stack:
-        folder = stack.pop()
-        try:
-            entries = list(os.scandir(folder))
-        except OSError:
-            continue
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                stack.append(entry.path)
-            elif entry.name.endswith(".jsonl") and entry.is_file():
-                found.append(entry.path)
-    return sorted(found)
+    return sorted(jsonl_below(os.path.join(os.path.splitext(transcript)[0], "subagents")))
 
 
 def unchanged(header: dict[str, Any], files: list[str]) -> bool:
