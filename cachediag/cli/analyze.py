@@ -24,7 +24,9 @@ from cachediag.cli.common import (
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per session (JSON Lines).")
 @click.option(
-    "--requests", is_flag=True, help="Add a 'requests' array: one record per API request."
+    "--requests",
+    is_flag=True,
+    help="Add a 'requests' array: one record per API request (implies --json).",
 )
 @click.option(
     "--now",
@@ -43,7 +45,7 @@ from cachediag.cli.common import (
     "--jobs",
     type=click.IntRange(min=1),
     metavar="N",
-    help="Worker processes (default: one per core for inputs over 256 MB, else 1).",
+    help="Worker processes (default: one per core for inputs over 32 MB, else 1).",
 )
 def analyze(
     paths: tuple[Path, ...],
