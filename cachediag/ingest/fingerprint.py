@@ -149,8 +149,11 @@ def betas_from_headers(headers: Any) -> tuple[str, ...]:
     """The sorted ``anthropic-beta`` names; no other header is ever looked at."""
     if isinstance(headers, list):
         # Some loggers keep headers as [name, value] pairs.
-        pairs = [tuple(p) for p in headers if isinstance(p, list | tuple) and len(p) == 2]
-        headers = dict(pairs)
+        headers = {
+            p[0]: p[1]
+            for p in headers
+            if isinstance(p, list | tuple) and len(p) == 2 and isinstance(p[0], str)
+        }
     if not isinstance(headers, dict):
         return ()
     names: set[str] = set()
