@@ -49,10 +49,13 @@ def status_json(transcript: Path) -> dict[str, Any]:
     return dict(json.loads(out.getvalue()))
 
 
+@pytest.mark.parametrize("chunk", [1 << 20, 4093], ids=["1MiB-reads", "4093-byte-reads"])
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.parent.name)
 def test_replay_matches_full_analysis_at_every_step(
-    source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    source: Path, chunk: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Small reads put read boundaries inside lines on top of the growth boundaries.
+    monkeypatch.setattr("cachediag.follow.session.CHUNK_BYTES", chunk)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setattr(prices, "lookup_prices", lambda model, at=None: None)
     live, mirror = tmp_path / "live", tmp_path / "mirror"

@@ -19,6 +19,9 @@ from cachediag.ingest.needles import WANTED, WANTED_WITH_CHAINS, wanted_lines
 from cachediag.ingest.transcript import FORMAT, TranscriptReader, agent_kind
 from cachediag.model import MAIN_STREAM, SessionLog, StreamItem, StreamKind
 
+CHUNK_BYTES = 1 << 20
+"""Bytes read at a time: a first read of a long transcript stays small in memory."""
+
 Landed = Callable[[StreamItem, "LedgerEntry | None"], None]
 """Called with every new item (a request or an announced rebuild) once the ledger has
 it, and the request's ledger entry (``None`` for a rebuild)."""
@@ -71,16 +74,26 @@ class LiveSession:
         with open(path, "rb") as fp:
             st = os.fstat(fp.fileno())
             fp.seek(offset)
-            data = fp.read() if until is None else fp.read(max(0, until - offset))
-            # A half-written last line waits for its newline (formats.md §1).
-            end = data.rfind(b"\n") + 1
-            counted = 0
-            for start in wanted_lines(data, end, needles):
-                number += data.count(b"\n", counted, start) + 1
-                counted = data.find(b"\n", start, end) + 1
-                self._feed(reader, data[start:counted], number)
-            number += data.count(b"\n", counted, end)
-            self.files[path] = cursor(fp.fileno(), st, offset, len(data), end, number)
+            limit = None if until is None else max(0, until - offset)
+            carry = b""
+            read = consumed = 0
+            while limit is None or read < limit:
+                block = fp.read(CHUNK_BYTES if limit is None else min(CHUNK_BYTES, limit - read))
+                if not block:
+                    break
+                read += len(block)
+                data = carry + block if carry else block
+                # A half-written last line waits for its newline (formats.md §1).
+                end = data.rfind(b"\n") + 1
+                counted = 0
+                for start in wanted_lines(data, end, needles):
+                    number += data.count(b"\n", counted, start) + 1
+                    counted = data.find(b"\n", start, end) + 1
+                    self._feed(reader, data[start:counted], number)
+                number += data.count(b"\n", counted, end)
+                consumed += end
+                carry = data[end:]
+            self.files[path] = cursor(fp.fileno(), st, offset, read, consumed, number)
 
     def _feed(self, reader: TranscriptReader, raw: bytes, number: int) -> None:
         try:
