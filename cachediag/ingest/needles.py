@@ -15,11 +15,23 @@ writes compact JSON; each extra spelling costs one more pass over every file).""
 def needles_for(head: list[bytes], follow_chains: bool) -> tuple[bytes, ...]:
     """The needles for one file: Claude Code writes compact JSON, but a transcript that was
     re-serialised with spaces must still link its inline sidechains."""
-    if not follow_chains:
+    if not follow_chains or _written_by_v2_or_later(head):
+        # Since 2.0, subagents have files of their own and inline sidechain lines carry an
+        # agentId: no chain needs linking, and one pass over the file is saved.
         return WANTED
     if any(b'"isSidechain": ' in raw for raw in head):
         return (*WANTED, b'"isSidechain": true')
     return WANTED_WITH_CHAINS
+
+
+def _written_by_v2_or_later(head: list[bytes]) -> bool:
+    """True when the first lines name a Claude Code version 2 or later (and none older)."""
+    versions = set()
+    for raw in head:
+        i = raw.find(b'"version":"')
+        if i >= 0:
+            versions.add(raw[i + 11 : i + 13])
+    return bool(versions) and all(v[:1].isdigit() and v[:1] != b"1" for v in versions)
 
 
 def wanted_lines(data: bytes, end: int, needles: tuple[bytes, ...]) -> list[int]:
