@@ -185,10 +185,11 @@ def _children_of(pid: int) -> Iterator[int]:
             yield int(entry.name)
 
 
-def _hwm_kib(pid: int) -> int:
+def _status_kib(pid: int, field: str) -> int:
+    """A memory figure (``VmHWM``, ``VmRSS``) of a process from /proc, in KiB; 0 if gone."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1])
     except OSError:
         pass
@@ -206,7 +207,7 @@ def _run_polling(argv: list[str], env: dict[str, str], out_path: Path) -> tuple[
         while proc.poll() is None:
             pids = [proc.pid]
             for pid in pids:
-                peak = max(peak, _hwm_kib(pid))
+                peak = max(peak, _status_kib(pid, "VmHWM"))
                 pids.extend(_children_of(pid))
             time.sleep(0.005)
         wall = time.perf_counter() - start
@@ -214,16 +215,6 @@ def _run_polling(argv: list[str], env: dict[str, str], out_path: Path) -> tuple[
     if proc.returncode != 0:
         raise SystemExit(f"error: {argv[0]} exited {proc.returncode}: {stderr.decode()[-2000:]}")
     return wall, peak
-
-
-def _rss_kib(pid: int) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
 
 
 def tree_peak_kib(tool: Tool, scratch: Path, samples: int = 3) -> int:
@@ -243,7 +234,7 @@ def tree_peak_kib(tool: Tool, scratch: Path, samples: int = 3) -> int:
                 pids = [proc.pid]
                 for pid in pids:
                     pids.extend(_children_of(pid))
-                peak = max(peak, sum(_rss_kib(pid) for pid in pids))
+                peak = max(peak, sum(_status_kib(pid, "VmRSS") for pid in pids))
                 time.sleep(0.002)
         peaks.append(peak)
     return sorted(peaks)[len(peaks) // 2]

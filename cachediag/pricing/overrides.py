@@ -29,7 +29,7 @@ LiteLLM's ``model_prices_and_context_window.json`` is recognised by its per-toke
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from functools import cache
 from pathlib import Path
@@ -71,25 +71,25 @@ class PriceEntry(BaseModel):
 
     def to_prices(self, source: str) -> ModelPrices:
         lc = self.long_context
-        return ModelPrices(
-            input_mtok=self.input_mtok,
-            cache_write_5m_mtok=self.cache_write_5m_mtok,
-            cache_write_1h_mtok=self.cache_write_1h_mtok,
-            cache_read_mtok=self.cache_read_mtok,
-            output_mtok=self.output_mtok,
-            long_context_threshold_tokens=None if lc is None else lc.threshold_tokens,
-            long_context=None
-            if lc is None
-            else ModelPrices(
-                input_mtok=lc.input_mtok,
-                cache_write_5m_mtok=lc.cache_write_5m_mtok,
-                cache_write_1h_mtok=lc.cache_write_1h_mtok,
-                cache_read_mtok=lc.cache_read_mtok,
-                output_mtok=lc.output_mtok,
-                source=source,
-            ),
-            source=source,
+        if lc is None:
+            return _flat(self, source)
+        return replace(
+            _flat(self, source),
+            long_context_threshold_tokens=lc.threshold_tokens,
+            long_context=_flat(lc, source),
         )
+
+
+def _flat(p: PriceEntry | LongContextPrices, source: str) -> ModelPrices:
+    """One level of an entry: the five per-token prices both levels share."""
+    return ModelPrices(
+        input_mtok=p.input_mtok,
+        cache_write_5m_mtok=p.cache_write_5m_mtok,
+        cache_write_1h_mtok=p.cache_write_1h_mtok,
+        cache_read_mtok=p.cache_read_mtok,
+        output_mtok=p.output_mtok,
+        source=source,
+    )
 
 
 class PriceFile(BaseModel):
