@@ -1,0 +1,225 @@
+/* The line scanner of cachediag.ingest.lines, compiled.
+ *
+ * Most of a Claude Code transcript is tool output that can never carry a request; the
+ * reader keeps only lines holding a needle (and odd lines, so that their parse fails and
+ * they are counted). The pure-Python scanner in lines.py does this with one bytes.find per
+ * needle plus one per line; this does it in one pass with memchr and memmem, which is most
+ * of `analyze`'s time saved on a large tree. Both must give identical answers:
+ * tests/test_scan_ext.py holds them to it.
+ *
+ * Only the standard C library and the Python C API: it builds wherever pip can build an
+ * extension, and setup.py marks it optional, so a machine without a compiler still
+ * installs cachediag and uses the Python scanner.
+ */
+#define PY_SSIZE_T_CLEAN
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* memmem, memrchr */
+#endif
+#include <Python.h>
+#include <string.h>
+
+#define MAX_NEEDLES 8
+
+typedef struct {
+    const char *ptr[MAX_NEEDLES];
+    Py_ssize_t len[MAX_NEEDLES];
+    Py_ssize_t next[MAX_NEEDLES]; /* offset of the next occurrence at or after the cursor */
+    Py_ssize_t count;
+} Needles;
+
+static int
+load_needles(PyObject *tuple, Needles *out)
+{
+    if (!PyTuple_Check(tuple)) {
+        PyErr_SetString(PyExc_TypeError, "needles must be a tuple of bytes");
+        return -1;
+    }
+    out->count = PyTuple_GET_SIZE(tuple);
+    if (out->count > MAX_NEEDLES) {
+        PyErr_SetString(PyExc_ValueError, "at most 8 needles");
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < out->count; k++) {
+        PyObject *item = PyTuple_GET_ITEM(tuple, k);
+        if (!PyBytes_Check(item)) {
+            PyErr_SetString(PyExc_TypeError, "needles must be a tuple of bytes");
+            return -1;
+        }
+        out->ptr[k] = PyBytes_AS_STRING(item);
+        out->len[k] = PyBytes_GET_SIZE(item);
+        /* A needle spanning lines, or an empty one, has no line to belong to. */
+        if (out->len[k] == 0 || memchr(out->ptr[k], '\n', out->len[k]) != NULL) {
+            PyErr_SetString(PyExc_ValueError, "a needle must be non-empty and hold no newline");
+            return -1;
+        }
+        out->next[k] = -1;
+    }
+    return 0;
+}
+
+/* True when the line buf[start:stop) holds a needle. Occurrences are found over the
+ * whole buffer and remembered, so each needle costs one memmem pass, not one per line. */
+static int
+holds_needle(const char *buf, Py_ssize_t end, Needles *n, Py_ssize_t start, Py_ssize_t stop)
+{
+    int found = 0;
+    for (Py_ssize_t k = 0; k < n->count; k++) {
+        if (n->next[k] < start) {
+            const char *hit = memmem(buf + start, (size_t)(end - start), n->ptr[k], (size_t)n->len[k]);
+            n->next[k] = hit ? (Py_ssize_t)(hit - buf) : end;
+        }
+        if (n->next[k] + n->len[k] <= stop)
+            found = 1;
+    }
+    return found;
+}
+
+static int
+is_space(unsigned char c)
+{
+    /* The set bytes.strip() removes. */
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\x0b' || c == '\x0c';
+}
+
+/* True when the line is not blank and, stripped, is not "{...}": it cannot be a JSON
+ * object, so the reader must see it to count it as a bad line. */
+static int
+is_odd(const char *buf, Py_ssize_t start, Py_ssize_t stop)
+{
+    while (start < stop && is_space((unsigned char)buf[start]))
+        start++;
+    while (stop > start && is_space((unsigned char)buf[stop - 1]))
+        stop--;
+    return start < stop && !(buf[start] == '{' && buf[stop - 1] == '}');
+}
+
+static int
+check_args(Py_buffer *view, Py_ssize_t start, Py_ssize_t end, PyObject *tuple, Needles *needles)
+{
+    if (start < 0 || end < start || end > view->len) {
+        PyBuffer_Release(view);
+        PyErr_SetString(PyExc_ValueError, "start and end must satisfy 0 <= start <= end <= len(data)");
+        return -1;
+    }
+    if (load_needles(tuple, needles) < 0) {
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(scan_chunk_doc,
+"scan_chunk(data, start, end, needles) -> (lines, newlines)\n\n"
+"For the lines of data[start:end] (start must begin a line): lines is a list of\n"
+"(index, line_start, line_stop) for each line holding a needle or not blank and not\n"
+"shaped like {...} once stripped, where index counts lines from 0 at start and\n"
+"data[line_start:line_stop] is the line with its newline; newlines is how many\n"
+"newlines data[start:end] holds.");
+
+static PyObject *
+scan_chunk(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    Py_ssize_t start, end;
+    PyObject *tuple;
+    Needles needles;
+    if (!PyArg_ParseTuple(args, "y*nnO", &view, &start, &end, &tuple))
+        return NULL;
+    if (check_args(&view, start, end, tuple, &needles) < 0)
+        return NULL;
+    const char *buf = view.buf;
+    PyObject *found = PyList_New(0);
+    if (found == NULL) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    Py_ssize_t pos = start, index = 0;
+    while (pos < end) {
+        const char *newline = memchr(buf + pos, '\n', (size_t)(end - pos));
+        Py_ssize_t stop = newline ? (Py_ssize_t)(newline - buf) + 1 : end;
+        if (holds_needle(buf, end, &needles, pos, stop) || is_odd(buf, pos, stop)) {
+            PyObject *item = Py_BuildValue("(nnn)", index, pos, stop);
+            if (item == NULL || PyList_Append(found, item) < 0) {
+                Py_XDECREF(item);
+                Py_DECREF(found);
+                PyBuffer_Release(&view);
+                return NULL;
+            }
+            Py_DECREF(item);
+        }
+        if (newline)
+            index++;
+        pos = stop;
+    }
+    PyBuffer_Release(&view);
+    return Py_BuildValue("(Nn)", found, index);
+}
+
+PyDoc_STRVAR(wanted_lines_doc,
+"wanted_lines(data, end, needles) -> list[int]\n\n"
+"Start offsets, in order, of the lines of data[:end] holding any needle.");
+
+static PyObject *
+wanted_lines(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    Py_ssize_t end;
+    PyObject *tuple;
+    Needles needles;
+    if (!PyArg_ParseTuple(args, "y*nO", &view, &end, &tuple))
+        return NULL;
+    if (check_args(&view, 0, end, tuple, &needles) < 0)
+        return NULL;
+    const char *buf = view.buf;
+    PyObject *starts = PyList_New(0);
+    if (starts == NULL) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    Py_ssize_t pos = 0;
+    while (pos < end) {
+        /* The earliest occurrence of any needle from pos on. */
+        Py_ssize_t first = end;
+        for (Py_ssize_t k = 0; k < needles.count; k++) {
+            if (needles.next[k] < pos) {
+                const char *hit = memmem(buf + pos, (size_t)(end - pos), needles.ptr[k],
+                                         (size_t)needles.len[k]);
+                needles.next[k] = hit ? (Py_ssize_t)(hit - buf) : end;
+            }
+            if (needles.next[k] + needles.len[k] <= end && needles.next[k] < first)
+                first = needles.next[k];
+        }
+        if (first >= end)
+            break;
+        const char *before = memrchr(buf + pos, '\n', (size_t)(first - pos));
+        Py_ssize_t start = before ? (Py_ssize_t)(before - buf) + 1 : pos;
+        PyObject *value = PyLong_FromSsize_t(start);
+        if (value == NULL || PyList_Append(starts, value) < 0) {
+            Py_XDECREF(value);
+            Py_DECREF(starts);
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+        Py_DECREF(value);
+        const char *newline = memchr(buf + first, '\n', (size_t)(end - first));
+        pos = newline ? (Py_ssize_t)(newline - buf) + 1 : end;
+    }
+    PyBuffer_Release(&view);
+    return starts;
+}
+
+static PyMethodDef scan_methods[] = {
+    {"scan_chunk", scan_chunk, METH_VARARGS, scan_chunk_doc},
+    {"wanted_lines", wanted_lines, METH_VARARGS, wanted_lines_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef scan_module = {
+    PyModuleDef_HEAD_INIT, "_scan", "Compiled line scanner (see lines.py).", -1, scan_methods,
+};
+
+PyMODINIT_FUNC
+PyInit__scan(void)
+{
+    return PyModule_Create(&scan_module);
+}
