@@ -16,7 +16,7 @@ from cachediag.errors import CachediagError, InputError
 from cachediag.ingest.discover import SessionSource, claude_projects_dirs, discover
 from cachediag.ingest.reader import Claims, read_session, read_stdin
 from cachediag.model import LineIssue
-from cachediag.parallel import map_ordered, workers_for
+from cachediag.parallel import map_ordered, total_bytes, workers_for
 
 
 def stdin_is_piped(stream: IO[bytes] | None = None) -> bool:
@@ -159,7 +159,8 @@ class Run:
         sources = discover(file_paths) if file_paths else []
         jobs = workers_for(sources, self.jobs)
         groups = project_groups(sources)
-        batches = map_ordered(partial(analyze_group, now=now, render=render), groups, jobs)
+        weights = [total_bytes(group) for group in groups] if jobs > 1 else None
+        batches = map_ordered(partial(analyze_group, now=now, render=render), groups, jobs, weights)
         results = (result for batch in batches for result in batch)
         for done, result in enumerate(results, start=1):
             if self.on_progress is not None:

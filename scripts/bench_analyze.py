@@ -7,10 +7,12 @@ whole-process wall time, MiB/s, median CPU time and peak RSS, the cachediag/ccus
 ratios, and whether the two agree on the token totals of the tree (exit 1 if not).
 docs/benchmarks.md has the method and the figures.
 
-    python scripts/bench_analyze.py [--size-mb 100] [--runs 5] [--keep]
+    python scripts/bench_analyze.py [--size-mb 100] [--runs 5] [--keep] [--install venv|none]
 
-The cachediag under test is whatever ``PYTHONPATH`` points at; when it is unset, the
-repository this script lives in.
+The cachediag under test is, by default, this checkout installed with ``pip install`` into
+a virtual environment of its own (made once, refreshed every run), run through its
+``cachediag`` console script: what users run. ``--install none`` instead runs
+``python -m cachediag`` with whatever ``PYTHONPATH`` points at (this checkout when unset).
 """
 
 from __future__ import annotations
@@ -389,6 +391,29 @@ def cachediag_env() -> dict[str, str]:
     return env
 
 
+def install_in_venv(repo: Path = REPO) -> tuple[list[str], dict[str, str]]:
+    """``repo`` installed as users install it, in a venv kept between runs; returns the
+    console script's argv and an environment that cannot reach the checkout.
+
+    Users run the console script of an installed package; an interpreter's own ``.pth``
+    start-up hooks (an editable install's finder, a sandbox's certificate hook: 27 ms per
+    start on the machine of docs/benchmarks.md) belong to that machine, not to cachediag.
+    """
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    venv = Path(tempfile.gettempdir()) / f"cachediag-bench-venv-py{version}"
+    python = venv / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", str(repo)], check=True)
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", str(repo)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    return [str(venv / "bin" / "cachediag")], env
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size-mb", type=float, default=100.0, help="tree size in MiB")
@@ -398,13 +423,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-native", action="store_true", help="skip timing ccusage's binary without node"
     )
+    parser.add_argument(
+        "--install",
+        choices=("venv", "none"),
+        default="venv",
+        help="venv: pip-install this checkout into a venv and run its console script "
+        "(default); none: python -m cachediag with PYTHONPATH",
+    )
     args = parser.parse_args(argv)
     corpus = args.corpus or (SHARED_CORPUS if SHARED_CORPUS.is_dir() else BUNDLED_CORPUS)
 
     ccusage = find_ccusage()
-    env = cachediag_env()
+    if args.install == "venv":
+        command, env = install_in_venv()
+        python = str(Path(command[0]).with_name("python"))
+    else:
+        command, env, python = [sys.executable, "-m", "cachediag"], cachediag_env(), sys.executable
     where = subprocess.run(
-        [sys.executable, "-c", "import cachediag; print(cachediag.__file__)"],
+        [
+            python,
+            "-c",
+            "import cachediag, cachediag.ingest.native as n; "
+            "print(cachediag.__file__, '(C scanner)' if n.SCANNER else '(Python scanner)')",
+        ],
         env=env,
         capture_output=True,
         text=True,
@@ -420,7 +461,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"tree:      {tree}/projects: {size / MIB:.1f} MiB, {files} files, {sessions} sessions"
         )
-        print(f"cachediag: {where} (python {sys.version.split()[0]})")
+        print(f"cachediag: {' '.join(command)}: {where} (python {sys.version.split()[0]})")
         version = subprocess.run(
             [*ccusage, "--version"], capture_output=True, text=True, check=True
         ).stdout.strip()
@@ -436,7 +477,7 @@ def main(argv: list[str] | None = None) -> int:
         tools = [
             Tool(
                 "cachediag",
-                [sys.executable, "-m", "cachediag", "analyze", "--json", str(tree / "projects")],
+                [*command, "analyze", "--json", str(tree / "projects")],
                 env,
             ),
             Tool("ccusage", [*ccusage, *cc_args], cc_env),
