@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-import pickle
 import select
 import signal
 import struct
-import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Generic, TypeVar
 
@@ -118,6 +116,8 @@ class _Child(Generic[R]):
 
     @classmethod
     def start(cls, fn: Callable[[T], R], todo: list[T], share: list[int]) -> _Child[R]:
+        import pickle  # here, not at the top: one-process runs need none of this
+
         read_fd, write_fd = os.pipe()
         pid = os.fork()
         if pid:
@@ -145,6 +145,8 @@ class _Child(Generic[R]):
 
     def receive(self, *, block: bool) -> dict[int, R]:
         """The results that have arrived; with ``block``, all of them (to the end)."""
+        import pickle
+
         while self.open and (block or select.select([self.fd], [], [], 0)[0]):
             data = os.read(self.fd, 1 << 20)
             if not data:
@@ -184,6 +186,9 @@ class _Child(Generic[R]):
 
 
 def _picklable(exc: BaseException) -> BaseException:
+    import pickle
+    import traceback
+
     try:
         pickle.dumps(exc)
     except Exception:
