@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -102,3 +105,19 @@ def test_scanner_accepts_any_buffer() -> None:
     assert want == ([(0, 0, 7), (1, 7, 10)], 3)
     assert _scan.scan_chunk(bytearray(data), 0, len(data), (b"ab",)) == want
     assert _scan.scan_chunk(memoryview(data), 0, len(data), (b"ab",)) == want
+
+
+def test_analyze_output_is_the_same_with_either_scanner() -> None:
+    paths = [str(REAL)] + (
+        [str(CORPUS / "claude-code")] if (CORPUS / "claude-code").is_dir() else []
+    )
+    argv = [sys.executable, "-m", "cachediag", "analyze", "--json", "--requests", "--now", "0"]
+    outputs = []
+    for pure in ("", "1"):
+        env = {**os.environ, "CACHEDIAG_PURE_PYTHON": pure}
+        done = subprocess.run(
+            [*argv, *paths], env=env, capture_output=True, check=False, cwd=REAL.parent.parent
+        )
+        outputs.append((done.returncode, done.stdout, done.stderr))
+    assert outputs[0] == outputs[1]
+    assert outputs[0][1].count(b"\n") >= 5
