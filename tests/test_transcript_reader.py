@@ -86,8 +86,9 @@ def test_usage_record_ttl() -> None:
     assert ttl_of(None) == ttl_of(0) == "5m"
 
 
-def _distinct_value(f: dataclasses.Field[Any]) -> Any:
-    """A value unlike the field's default, so that a field the copy drops shows."""
+def _distinct_value(i: int, f: dataclasses.Field[Any]) -> Any:
+    """A value unlike the field's default and every other field's, so that a field the
+    copy drops or swaps shows."""
     values: dict[str, object] = {
         "ttl": "1h",
         "model": "m",
@@ -97,12 +98,12 @@ def _distinct_value(f: dataclasses.Field[Any]) -> Any:
         "server_reason": ServerReason(type="tools_changed", missed_tokens=3),
         "fingerprint": Fingerprint(model="m"),
     }
-    return values.get(f.name, 17 + len(f.name))
+    return values.get(f.name, 17 + i)
 
 
 def test_merged_copy_keeps_every_field() -> None:
     record = RequestRecord(
-        **{f.name: _distinct_value(f) for f in dataclasses.fields(RequestRecord)}
+        **{f.name: _distinct_value(i, f) for i, f in enumerate(dataclasses.fields(RequestRecord))}
     )
     merged = merged_copy(record, 99, 1.5)
     assert merged == dataclasses.replace(record, output_tokens=99, at=1.5)
