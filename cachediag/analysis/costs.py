@@ -117,9 +117,13 @@ def entry_cost(entry: LedgerEntry, price_of: PriceFn) -> EntryCost:
 
 
 def total_costs(entries: Iterable[LedgerEntry], price_of: PriceFn) -> CostTotals:
+    return totals_of(entry_cost(entry, price_of) for entry in entries)
+
+
+def totals_of(costs: Iterable[EntryCost]) -> CostTotals:
+    """Sum of costs already worked out, for callers that also report them one by one."""
     totals = CostTotals()
-    for entry in entries:
-        c = entry_cost(entry, price_of)
+    for c in costs:
         if c.cost_usd is None:
             totals.unpriced_requests += 1
         else:

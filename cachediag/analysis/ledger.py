@@ -90,18 +90,25 @@ class Ledger:
             kind = RebuildKind.CONTEXT_EDIT
         self.pending_at = self.pending_kind = None
 
-        ttl = self.prev_ttl if (cur.cache_creation_tokens == 0 and prev is not None) else cur.ttl
+        read, creation = cur.cache_read_tokens, cur.cache_creation_tokens
+        ttl = self.prev_ttl if (creation == 0 and prev is not None) else cur.ttl
         gap = None if prev is None else cur.at - prev.at
-        outcome, reprocessed, diagnosis, evidence = self._classify(prev, cur, announce_at, kind)
+        if prev is None:
+            outcome, reprocessed, diagnosis, evidence = Outcome.COLD, 0, None, None
+        else:
+            outcome, reprocessed, diagnosis, evidence = self._classify(prev, cur, announce_at, kind)
 
         self.requests += 1
-        self.read_tokens += cur.cache_read_tokens
-        self.creation_tokens += cur.cache_creation_tokens
+        self.read_tokens += read
+        self.creation_tokens += creation
         self.input_tokens += cur.input_tokens
         self.output_tokens += cur.output_tokens
-        if cur.cached_tokens > 0:
+        if read + creation > 0:
             self.caching_observed = True
-        self._count(outcome, cur, diagnosis)
+        if outcome is Outcome.HIT:  # most requests: no call for them
+            self.hits += 1
+        else:
+            self._count(outcome, cur, diagnosis)
         self.prev = cur
         self.prev_ttl = ttl
         return LedgerEntry(
@@ -118,22 +125,22 @@ class Ledger:
 
     def _classify(
         self,
-        prev: RequestRecord | None,
+        prev: RequestRecord,
         cur: RequestRecord,
         announce_at: float | None,
         kind: RebuildKind | None,
     ) -> tuple[Outcome, int, Diagnosis | None, MissEvidence | None]:
-        if prev is None:
-            return Outcome.COLD, 0, None, None
-        if not self.caching_observed and cur.cached_tokens == 0:
+        # The record properties spelled out: this runs once per request.
+        cur_read = cur.cache_read_tokens
+        cur_cached = cur_read + cur.cache_creation_tokens
+        if not self.caching_observed and cur_cached == 0:
             return Outcome.UNCACHED, 0, None, None
-        if prev.cached_tokens == 0 and cur.cached_tokens > 0:
+        prev_cached = prev.cache_read_tokens + prev.cache_creation_tokens
+        if prev_cached == 0 and cur_cached > 0:
             return Outcome.COLD, 0, None, None
-        could_read = min(prev.total_tokens, cur.total_tokens)
-        reprocessed = could_read - cur.cache_read_tokens
-        if not (
-            cur.cache_read_tokens < MISS_READ_SHARE * could_read and reprocessed >= MISS_MIN_TOKENS
-        ):
+        could_read = min(prev.input_tokens + prev_cached, cur.input_tokens + cur_cached)
+        reprocessed = could_read - cur_read
+        if not (cur_read < MISS_READ_SHARE * could_read and reprocessed >= MISS_MIN_TOKENS):
             return Outcome.HIT, 0, None, None
         window = TTL_SECONDS[self.prev_ttl]
         # A compaction touches the cache, so the clock restarts at the announcement.
@@ -141,9 +148,9 @@ class Ledger:
         evidence = MissEvidence(
             gap_s=idle,
             ttl_in_force=self.prev_ttl,
-            prev_cached_tokens=prev.cached_tokens,
-            read_tokens=cur.cache_read_tokens,
-            fell_back_to="nothing" if cur.cache_read_tokens == 0 else "earlier_prefix",
+            prev_cached_tokens=prev_cached,
+            read_tokens=cur_read,
+            fell_back_to="nothing" if cur_read == 0 else "earlier_prefix",
             model_before=prev.model,
             model_after=cur.model,
             server_reason=None if cur.server_reason is None else cur.server_reason.type,

@@ -15,16 +15,16 @@ MAX_TOKENS = 10**9
 
 
 def parse_timestamp(value: Any) -> float:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        # Some producers write epoch milliseconds.
-        at = float(value) / 1000.0 if value > 1e11 else float(value)
-    elif not isinstance(value, str):
-        raise BadLine("missing or non-string timestamp")
-    else:
+    if isinstance(value, str):  # what transcripts write: tested first
         try:
             at = datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
         except (ValueError, OverflowError) as exc:
             raise BadLine("timestamp is not ISO 8601") from exc
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        # Some producers write epoch milliseconds.
+        at = float(value) / 1000.0 if value > 1e11 else float(value)
+    else:
+        raise BadLine("missing or non-string timestamp")
     if not 0.0 <= at <= LATEST_EPOCH_S:
         raise BadLine("timestamp out of range")
     return at
@@ -64,30 +64,80 @@ def server_reason(message: JsonObject) -> ServerReason | None:
     )
 
 
-def usage_record(
-    usage: JsonObject, at: float, *, stream: str, line: int | None = None, **extra: Any
-) -> RequestRecord:
-    """An Anthropic ``usage`` object -> a normalised record (shared by every Anthropic reader)."""
-    creation = token_count(usage, "cache_creation_input_tokens") or 0
+UsageCounts = tuple[int, int, int, int, int | None, int | None]
+"""(input, cache read, cache creation, output, creation 5m, creation 1h) tokens."""
+
+
+def usage_counts(usage: JsonObject) -> UsageCounts:
+    """The token counts of an Anthropic ``usage`` object; the 5m/1h split is ``None``
+    when the object has none. Raises ``BadLine`` for the first bad count."""
+    inp = usage.get("input_tokens")
+    read = usage.get("cache_read_input_tokens")
+    creation = usage.get("cache_creation_input_tokens")
+    out = usage.get("output_tokens")
     split = usage.get("cache_creation")
+    # Nearly every line has four plain counts in range: checked at once, nothing can
+    # raise, so the order of the checks below does not matter for them.
+    if (
+        type(inp) is int
+        and type(read) is int
+        and type(creation) is int
+        and type(out) is int
+        and 0 <= inp <= MAX_TOKENS
+        and 0 <= read <= MAX_TOKENS
+        and 0 <= creation <= MAX_TOKENS
+        and 0 <= out <= MAX_TOKENS
+    ):
+        if not isinstance(split, dict):
+            return inp, read, creation, out, None, None
+        c5m = split.get("ephemeral_5m_input_tokens")
+        c1h = split.get("ephemeral_1h_input_tokens")
+        if (
+            type(c5m) is int
+            and type(c1h) is int
+            and 0 <= c5m <= MAX_TOKENS
+            and 0 <= c1h <= MAX_TOKENS
+        ):
+            return inp, read, creation, out, c5m, c1h
+    return _checked_counts(usage, split)
+
+
+def _checked_counts(usage: JsonObject, split: object) -> UsageCounts:
+    # One count at a time, in the order that decides which bad count a line is blamed on.
+    creation = token_count(usage, "cache_creation_input_tokens") or 0
     c5m = c1h = None
     if isinstance(split, dict):
         c5m = token_count(split, "ephemeral_5m_input_tokens")
         c1h = token_count(split, "ephemeral_1h_input_tokens")
-    ttl: Ttl = "1h" if (c1h or 0) > 0 else "5m"
+    inp = token_count(usage, "input_tokens") or 0
+    read = token_count(usage, "cache_read_input_tokens") or 0
+    out = token_count(usage, "output_tokens") or 0
+    return inp, read, creation, out, c5m, c1h
+
+
+def usage_record(
+    usage: JsonObject, at: float, *, stream: str, line: int | None = None, **extra: Any
+) -> RequestRecord:
+    """An Anthropic ``usage`` object -> a normalised record (shared by every Anthropic reader)."""
+    inp, read, creation, out, c5m, c1h = usage_counts(usage)
     return RequestRecord(
         at=at,
-        input_tokens=token_count(usage, "input_tokens") or 0,
-        cache_read_tokens=token_count(usage, "cache_read_input_tokens") or 0,
+        input_tokens=inp,
+        cache_read_tokens=read,
         cache_creation_tokens=creation,
-        output_tokens=token_count(usage, "output_tokens") or 0,
-        ttl=ttl,
+        output_tokens=out,
+        ttl=ttl_of(c1h),
         cache_creation_5m_tokens=c5m,
         cache_creation_1h_tokens=c1h,
         stream=stream,
         line=line,
         **extra,
     )
+
+
+def ttl_of(creation_1h: int | None) -> Ttl:
+    """A request that wrote anything at the 1h TTL left a 1h entry."""
+    return "1h" if (creation_1h or 0) > 0 else "5m"
 
 
 def applied_edits(message: JsonObject) -> int:

@@ -6,14 +6,16 @@ so the same code serves a whole-file analysis and the status line's incremental 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from cachediag.ingest.anthropic import (
+    MAX_TOKENS,
     applied_edits,
     parse_timestamp,
     server_reason,
     token_count,
-    usage_record,
+    ttl_of,
+    usage_counts,
 )
 from cachediag.ingest.lines import BadLine, JsonObject
 from cachediag.ingest.needles import WANTED, WANTED_WITH_CHAINS
@@ -48,6 +50,29 @@ def agent_kind(agent_id: str) -> StreamKind:
     return StreamKind.COMPACTION if agent_id.startswith("acompact") else StreamKind.SUBAGENT
 
 
+def merged_copy(record: RequestRecord, output_tokens: int, at: float) -> RequestRecord:
+    """``record`` with a later copy's counts merged in: ``dataclasses.replace`` costs twice
+    as much, and a transcript has thousands of copies (a test holds this to every field)."""
+    return RequestRecord(
+        at=at,
+        input_tokens=record.input_tokens,
+        cache_read_tokens=record.cache_read_tokens,
+        cache_creation_tokens=record.cache_creation_tokens,
+        output_tokens=output_tokens,
+        ttl=record.ttl,
+        cache_creation_5m_tokens=record.cache_creation_5m_tokens,
+        cache_creation_1h_tokens=record.cache_creation_1h_tokens,
+        model=record.model,
+        request_id=record.request_id,
+        message_id=record.message_id,
+        stream=record.stream,
+        line=record.line,
+        server_reason=record.server_reason,
+        fingerprint=record.fingerprint,
+        applied_edits=record.applied_edits,
+    )
+
+
 @dataclass(slots=True)
 class TranscriptReader:
     """Turns transcript lines of one session into stream items.
@@ -66,6 +91,11 @@ class TranscriptReader:
     of the old session's responses, does not count them a second time."""
     replayed: set[tuple[str, str | None]] = field(default_factory=set)
     sidechain_roots: dict[str, str] = field(default_factory=dict)
+    owner: str = field(init=False, repr=False, compare=False, default="")
+    """This file's mark in ``claimed``: built once, not per line."""
+
+    def __post_init__(self) -> None:
+        self.owner = f"{self.session.session_id}\0{self.source}"
 
     def feed(self, obj: JsonObject, line: int) -> StreamItem | None:
         """Read one line; returns a new item, or ``None`` for a line that adds none."""
@@ -89,14 +119,19 @@ class TranscriptReader:
         message = obj.get("message")
         if not isinstance(message, dict):
             raise BadLine("assistant line without a message object")
-        if message.get("model") == "<synthetic>" or obj.get("isApiErrorMessage") is True:
+        model = message.get("model")
+        if model == "<synthetic>" or obj.get("isApiErrorMessage") is True:
             self.session.api_errors += 1
             return None
         usage = message.get("usage")
         if not isinstance(usage, dict):
             raise BadLine("assistant message without usage")
-        message_id = message.get("id") if isinstance(message.get("id"), str) else None
-        request_id = obj.get("requestId") if isinstance(obj.get("requestId"), str) else None
+        message_id = message.get("id")
+        if not isinstance(message_id, str):
+            message_id = None
+        request_id = obj.get("requestId")
+        if not isinstance(request_id, str):
+            request_id = None
         # The API message id is unique on its own; a sidechain replay of a parent
         # message may carry another request id, so it must not be part of the key.
         if message_id:
@@ -107,30 +142,39 @@ class TranscriptReader:
             uuid = obj.get("uuid")
             key = ("line", uuid if isinstance(uuid, str) else str(line))
         known = self.seen.get(key)
-        if known is None and self.claimed is not None:
-            me = f"{self.session.session_id}\0{self.source}"
-            if self.claimed.setdefault(key, me) != me:
-                if key not in self.replayed:  # one response, however many lines
-                    self.replayed.add(key)
-                    self.session.replayed_responses += 1
-                self.note_line(obj)
-                return None
         if known is not None:
             # A later copy of the same response (one line per content block, or a
             # sidechain replay of a parent message): only its output count can grow.
-            self._merge_copy(known, obj, token_count(usage, "output_tokens") or 0)
+            output = usage.get("output_tokens")
+            if type(output) is not int or not 0 <= output <= MAX_TOKENS:
+                output = token_count(usage, "output_tokens") or 0
+            self._merge_copy(known, obj, output)
+            self.note_line(obj)
+            return None
+        if self.claimed is not None and self.claimed.setdefault(key, self.owner) != self.owner:
+            if key not in self.replayed:  # one response, however many lines
+                self.replayed.add(key)
+                self.session.replayed_responses += 1
             self.note_line(obj)
             return None
         stream_id, kind = self._stream_key(obj)
-        model = message.get("model")
-        record = usage_record(
-            usage,
-            parse_timestamp(obj.get("timestamp")),
-            stream=stream_id,
-            line=line,
+        # Timestamp before counts: a line with both wrong is blamed on its timestamp.
+        at = parse_timestamp(obj.get("timestamp"))
+        inp, read, creation, output, c5m, c1h = usage_counts(usage)
+        record = RequestRecord(
+            at=at,
+            input_tokens=inp,
+            cache_read_tokens=read,
+            cache_creation_tokens=creation,
+            output_tokens=output,
+            ttl=ttl_of(c1h),
+            cache_creation_5m_tokens=c5m,
+            cache_creation_1h_tokens=c1h,
             model=model if isinstance(model, str) else None,
             request_id=request_id,
             message_id=message_id,
+            stream=stream_id,
+            line=line,
             server_reason=server_reason(message),
             applied_edits=applied_edits(message),
         )
@@ -152,10 +196,8 @@ class TranscriptReader:
         # order in practice; a merged or re-sorted log may not be).
         at = parse_timestamp(obj.get("timestamp"))
         if output_tokens > current.output_tokens or at < current.at:
-            stream.items[index] = replace(
-                current,
-                output_tokens=max(output_tokens, current.output_tokens),
-                at=min(at, current.at),
+            stream.items[index] = merged_copy(
+                current, max(output_tokens, current.output_tokens), min(at, current.at)
             )
 
     def _stream_of(self, obj: JsonObject) -> StreamLog:
@@ -186,5 +228,5 @@ class TranscriptReader:
 
     def note_line(self, obj: JsonObject) -> None:
         """Lines that carry no request still link sidechain chains together."""
-        if obj.get("isSidechain") is True and self.file_stream is None:
+        if self.file_stream is None and obj.get("isSidechain") is True:
             self._sidechain_root(obj)

@@ -9,7 +9,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from cachediag.analysis.costs import CostTotals, PriceFn, entry_cost, sum_costs, total_costs
+from cachediag.analysis.costs import (
+    CostTotals,
+    EntryCost,
+    PriceFn,
+    entry_cost,
+    sum_costs,
+    total_costs,
+    totals_of,
+)
 from cachediag.analysis.ledger import LedgerEntry, Outcome
 from cachediag.analysis.summary import PromptCache
 
@@ -83,8 +91,13 @@ def _details(entry: LedgerEntry) -> dict[str, Any]:
 
 
 def request_dict(entry: LedgerEntry, price_of: PriceFn | None = None) -> dict[str, Any]:
+    return _request_dict(entry, None if price_of is None else entry_cost(entry, price_of))
+
+
+def _request_dict(entry: LedgerEntry, cost: EntryCost | None) -> dict[str, Any]:
     r = entry.record
     d = entry.diagnosis
+    outcome = entry.outcome
     out: dict[str, Any] = {
         "index": entry.index,
         "at": r.at,
@@ -98,20 +111,23 @@ def request_dict(entry: LedgerEntry, price_of: PriceFn | None = None) -> dict[st
         "output_tokens": r.output_tokens,
         "ttl": entry.ttl,
         "gap_s": None if entry.gap_s is None else round(entry.gap_s, 3),
-        "outcome": entry.outcome.value,
+        "outcome": _OUTCOME_VALUES[outcome],
         "causes": [c.value for c in d.causes] if d is not None else [],
         "cause_source": d.source if d is not None else None,
         "reprocessed_tokens": entry.reprocessed_tokens,
         "announced": None if entry.announced is None else entry.announced.value,
         "line": r.line,
     }
-    if price_of is not None:
-        cost = entry_cost(entry, price_of)
+    if cost is not None:
         out["cost_usd"] = cost.cost_usd
         out["miss_cost_usd"] = cost.miss_cost_usd
-    if entry.outcome in (Outcome.MISS, Outcome.EXPECTED):
+    if outcome is Outcome.MISS or outcome is Outcome.EXPECTED:
         out.update(_details(entry))
     return out
+
+
+_OUTCOME_VALUES = {o: o.value for o in Outcome}
+"""``Outcome.value`` is a Python-level property, read here once per request."""
 
 
 def cost_dict(c: CostTotals) -> dict[str, Any]:
@@ -126,8 +142,8 @@ def cost_dict(c: CostTotals) -> dict[str, Any]:
 def _stream_dict(
     s: StreamAnalysis,
     requests: bool,
-    price_of: PriceFn | None = None,
     costs: CostTotals | None = None,
+    entry_costs: list[EntryCost] | None = None,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {
         "id": s.log.id,
@@ -138,8 +154,16 @@ def _stream_dict(
     if costs is not None:
         out["cost"] = cost_dict(costs)
     if requests:
-        out["requests"] = [request_dict(e, price_of) for e in s.entries]
+        out["requests"] = _request_dicts(s.entries, entry_costs)
     return out
+
+
+def _request_dicts(
+    entries: list[LedgerEntry], costs: list[EntryCost] | None
+) -> list[dict[str, Any]]:
+    if costs is None:
+        return [_request_dict(e, None) for e in entries]
+    return list(map(_request_dict, entries, costs))
 
 
 def session_dict(
@@ -150,8 +174,16 @@ def session_dict(
     pricing_source: str | None = None,
 ) -> dict[str, Any]:
     log = a.log
-    # Each stream is priced once; the session's total is the sum of its streams.
-    costs = None if price_of is None else [total_costs(s.entries, price_of) for s in a.streams]
+    streams = a.streams
+    # Each request is priced once: for its own line and for its stream's total; the
+    # session's total is the sum of its streams.
+    entry_costs: list[list[EntryCost]] | None = None
+    costs: list[CostTotals] | None = None
+    if price_of is not None and requests:
+        entry_costs = [[entry_cost(e, price_of) for e in s.entries] for s in streams]
+        costs = [totals_of(c) for c in entry_costs]
+    elif price_of is not None:
+        costs = [total_costs(s.entries, price_of) for s in streams]
     out: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "session_id": log.session_id,
@@ -160,7 +192,12 @@ def session_dict(
         "project": log.project,
         "prompt_cache": prompt_cache_dict(a.main.prompt_cache),
         "streams": [
-            _stream_dict(s, requests, price_of, None if costs is None else costs[i])
+            _stream_dict(
+                s,
+                requests,
+                None if costs is None else costs[i],
+                None if entry_costs is None else entry_costs[i],
+            )
             for i, s in enumerate(a.others, start=1)
         ],
         "totals": totals_dict(a),
@@ -176,7 +213,9 @@ def session_dict(
             "pricing_source": pricing_source,
         }
     if requests:
-        out["requests"] = [request_dict(e, price_of) for e in a.main.entries]
+        out["requests"] = _request_dicts(
+            a.main.entries, None if entry_costs is None else entry_costs[0]
+        )
     return out
 
 
