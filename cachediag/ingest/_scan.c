@@ -119,6 +119,7 @@ PyDoc_STRVAR(scan_chunk_doc,
 static PyObject *
 scan_chunk(PyObject *self, PyObject *args)
 {
+    (void)self;
     Py_buffer view;
     Py_ssize_t start, end;
     PyObject *tuple;
@@ -162,6 +163,7 @@ PyDoc_STRVAR(wanted_lines_doc,
 static PyObject *
 wanted_lines(PyObject *self, PyObject *args)
 {
+    (void)self;
     Py_buffer view;
     Py_ssize_t end;
     PyObject *tuple;
@@ -216,6 +218,7 @@ static PyMethodDef scan_methods[] = {
 
 static struct PyModuleDef scan_module = {
     PyModuleDef_HEAD_INIT, "_scan", "Compiled line scanner (see lines.py).", -1, scan_methods,
+    NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC
