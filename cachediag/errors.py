@@ -15,3 +15,7 @@ class NotALogError(InputError):
 
 class PricingError(CachediagError):
     """A price file that cannot be read or is not in a format cachediag knows."""
+
+
+class WorkerError(CachediagError):
+    """A worker process died without sending its results (killed, or crashed)."""

@@ -10,6 +10,7 @@ import struct
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Generic, TypeVar
 
+from cachediag.errors import WorkerError
 from cachediag.ingest.discover import SessionSource
 
 T = TypeVar("T")
@@ -86,7 +87,7 @@ def map_ordered(
                 yield done.pop(waiting)
                 waiting += 1
         if waiting != len(todo):
-            raise RuntimeError(f"worker processes returned {waiting} of {len(todo)} results")
+            raise WorkerError(f"worker processes returned {waiting} of {len(todo)} results{_RETRY}")
     finally:
         tasks.close()
         for child in children:
@@ -130,6 +131,18 @@ class _Tasks:
 
 
 _FRAME = struct.Struct("<Q")
+_RETRY = "; --jobs 1 reads everything in one process"
+
+
+def _how_it_ended(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        signal_number = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(signal_number).name
+        except ValueError:
+            name = f"signal {signal_number}"
+        return f"was killed by {name}"
+    return f"exited with status {os.waitstatus_to_exitcode(status)}"
 
 
 class _Child(Generic[R]):
@@ -191,7 +204,7 @@ class _Child(Generic[R]):
                 raise value
             results[index] = value
         if block and self.buffer:
-            raise RuntimeError("a worker process ended in the middle of a result")
+            raise WorkerError(f"a worker process ended in the middle of a result{_RETRY}")
         return results
 
     def close(self) -> None:
@@ -200,7 +213,7 @@ class _Child(Generic[R]):
             os.close(self.fd)
             _, status = os.waitpid(self.pid, 0)
             if status != 0 and not self.buffer:
-                raise RuntimeError(f"a worker process failed (wait status {status})")
+                raise WorkerError(f"a worker process {_how_it_ended(status)}{_RETRY}")
 
     def stop(self) -> None:
         """On the way out, also after an error: no orphan left running."""

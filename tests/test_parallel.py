@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import signal
 import time
 from pathlib import Path
 
 import pytest
 
+from cachediag.errors import WorkerError
 from cachediag.parallel import map_ordered
 
 
@@ -89,3 +91,27 @@ def test_a_busy_process_does_not_hold_up_the_others(tmp_path: Path, jobs: int) -
 def test_more_items_than_a_pipe_holds_tokens_for() -> None:
     n = 70_000
     assert list(map_ordered(abs, range(-n, 0), 2)) == list(range(n, 0, -1))
+
+
+PARENT = os.getpid()
+
+
+def die_in_a_child(job: tuple[Path, int]) -> int:
+    """Children mark a flag and die by SIGKILL; the caller waits for the flag, so that a
+    child surely takes an item before the caller has taken them all."""
+    flag, x = job
+    if os.getpid() != PARENT:
+        flag.touch()
+        os.kill(os.getpid(), signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while not flag.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return x
+
+
+def test_a_worker_killed_by_a_signal_is_a_clear_error(tmp_path: Path) -> None:
+    jobs_in = [(tmp_path / "flag", i) for i in range(6)]
+    with pytest.raises(WorkerError, match=r"killed by SIGKILL.*--jobs 1"):
+        list(map_ordered(die_in_a_child, jobs_in, 2))
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)
