@@ -8,7 +8,12 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cachediag.ingest.anthropic import token_count, ttl_of, usage_counts, usage_record
+from cachediag.ingest.anthropic import (
+    _checked_counts,
+    ttl_of,
+    usage_counts,
+    usage_record,
+)
 from cachediag.ingest.lines import BadLine
 from cachediag.ingest.transcript import merged_copy
 from cachediag.model import Fingerprint, RequestRecord, ServerReason
@@ -43,17 +48,8 @@ def _usage(values: list[object], split: list[object] | None) -> dict[str, Any]:
 
 
 def _plain_counts(usage: dict[str, Any]) -> tuple[object, ...]:
-    """The counts as ``usage_record`` read them before the shortcut, in its order."""
-    creation = token_count(usage, "cache_creation_input_tokens") or 0
-    split = usage.get("cache_creation")
-    c5m = c1h = None
-    if isinstance(split, dict):
-        c5m = token_count(split, "ephemeral_5m_input_tokens")
-        c1h = token_count(split, "ephemeral_1h_input_tokens")
-    inp = token_count(usage, "input_tokens") or 0
-    read = token_count(usage, "cache_read_input_tokens") or 0
-    out = token_count(usage, "output_tokens") or 0
-    return inp, read, creation, out, c5m, c1h
+    """The counts as ``usage_record`` read them before the shortcut: one at a time."""
+    return _checked_counts(usage, usage.get("cache_creation"))
 
 
 def _outcome(fn: Any, usage: dict[str, Any]) -> tuple[object, ...]:

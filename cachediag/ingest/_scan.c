@@ -93,6 +93,17 @@ is_odd(const char *buf, Py_ssize_t start, Py_ssize_t stop)
     return start < stop && !(buf[start] == '{' && buf[stop - 1] == '}');
 }
 
+/* Append a new reference (NULL: its creation failed) to list, giving the reference up. */
+static int
+append_new(PyObject *list, PyObject *item)
+{
+    if (item == NULL)
+        return -1;
+    int failed = PyList_Append(list, item);
+    Py_DECREF(item);
+    return failed;
+}
+
 static int
 check_args(Py_buffer *view, Py_ssize_t start, Py_ssize_t end, PyObject *tuple, Needles *needles)
 {
@@ -139,14 +150,11 @@ scan_chunk(PyObject *self, PyObject *args)
         const char *newline = memchr(buf + pos, '\n', (size_t)(end - pos));
         Py_ssize_t stop = newline ? (Py_ssize_t)(newline - buf) + 1 : end;
         if (holds_needle(buf, end, &needles, pos, stop) || is_odd(buf, pos, stop)) {
-            PyObject *item = Py_BuildValue("(nnn)", index, pos, stop);
-            if (item == NULL || PyList_Append(found, item) < 0) {
-                Py_XDECREF(item);
+            if (append_new(found, Py_BuildValue("(nnn)", index, pos, stop)) < 0) {
                 Py_DECREF(found);
                 PyBuffer_Release(&view);
                 return NULL;
             }
-            Py_DECREF(item);
         }
         if (newline)
             index++;
@@ -195,14 +203,11 @@ wanted_lines(PyObject *self, PyObject *args)
             break;
         const char *before = memrchr(buf + pos, '\n', (size_t)(first - pos));
         Py_ssize_t start = before ? (Py_ssize_t)(before - buf) + 1 : pos;
-        PyObject *value = PyLong_FromSsize_t(start);
-        if (value == NULL || PyList_Append(starts, value) < 0) {
-            Py_XDECREF(value);
+        if (append_new(starts, PyLong_FromSsize_t(start)) < 0) {
             Py_DECREF(starts);
             PyBuffer_Release(&view);
             return NULL;
         }
-        Py_DECREF(value);
         const char *newline = memchr(buf + first, '\n', (size_t)(end - first));
         pos = newline ? (Py_ssize_t)(newline - buf) + 1 : end;
     }
