@@ -7,10 +7,15 @@ same answers, and to rule the extension out when a result looks wrong.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 
-ScanChunk = Callable[[bytes, int, int, tuple[bytes, ...]], tuple[list[tuple[int, int, int]], int]]
-WantedLines = Callable[[bytes, int, tuple[bytes, ...]], list[int]]
+TYPE_CHECKING = False  # not typing's: the status line's warm path imports this module
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    ScanChunk = Callable[
+        [bytes, int, int, tuple[bytes, ...]], tuple[list[tuple[int, int, int]], int]
+    ]
+    WantedLines = Callable[[bytes, int, tuple[bytes, ...]], list[int]]
 
 
 def load_scanner() -> tuple[ScanChunk, WantedLines] | None:
