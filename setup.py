@@ -4,13 +4,20 @@
 cachediag falls back to its pure-Python scanner (same results, slower on large trees).
 """
 
+import sys
+
 from setuptools import Extension, setup
+
+# An undeclared function would be assumed to return int and truncate a pointer: fail the
+# build instead (and fall back to Python) wherever the compiler understands the flag.
+STRICT = [] if sys.platform == "win32" else ["-Werror=implicit-function-declaration"]
 
 setup(
     ext_modules=[
         Extension(
             "cachediag.ingest._scan",
             sources=["cachediag/ingest/_scan.c"],
+            extra_compile_args=STRICT,
             optional=True,
         )
     ]

@@ -18,6 +18,7 @@ a virtual environment of its own (made once, refreshed every run), run through i
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -398,20 +399,41 @@ def install_in_venv(repo: Path = REPO) -> tuple[list[str], dict[str, str]]:
     Users run the console script of an installed package; an interpreter's own ``.pth``
     start-up hooks (an editable install's finder, a sandbox's certificate hook: 27 ms per
     start on the machine of docs/benchmarks.md) belong to that machine, not to cachediag.
+    The venv is keyed to the checkout and the Python version; every run installs the
+    checkout's current files (tracked and new, as git sees them, so no stale ``build/``
+    leftovers), and dependencies a failed earlier run left out are installed again.
     """
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
-    venv = Path(tempfile.gettempdir()) / f"cachediag-bench-venv-py{version}"
+    key = hashlib.sha1(str(repo.resolve()).encode()).hexdigest()[:8]
+    venv = Path(tempfile.gettempdir()) / f"cachediag-bench-venv-py{version}-{key}"
     python = venv / "bin" / "python"
+    pip = [str(python), "-m", "pip", "install", "-q"]
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", str(repo)], check=True)
-    subprocess.run(
-        [str(python), "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", str(repo)],
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
+        # Built without isolation below, so no index is needed for the build itself.
+        subprocess.run([*pip, "setuptools>=70.1"], check=True)
+    with tempfile.TemporaryDirectory(prefix="cachediag-bench-src-") as src:
+        copy_checkout(repo, Path(src))
+        # A local folder is always built and installed anew; dependencies only when
+        # missing (a first run, or one that failed half-way).
+        subprocess.run([*pip, "--no-build-isolation", src], check=True, stdout=subprocess.DEVNULL)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     return [str(venv / "bin" / "cachediag")], env
+
+
+def copy_checkout(repo: Path, dest: Path) -> None:
+    """The files of ``repo`` that git tracks or would track, as they are now."""
+    listed = subprocess.run(
+        ["git", "-C", str(repo), "ls-files", "-z", "-co", "--exclude-standard"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    for name in filter(None, listed.decode().split("\0")):
+        source = repo / name
+        if source.is_file():
+            target = dest / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from cachediag import workers
 from cachediag.errors import WorkerError
 from cachediag.parallel import map_ordered
 
@@ -58,7 +60,7 @@ def test_children_are_reaped_when_the_caller_stops_early() -> None:
 
 
 def big(x: int) -> bytes:
-    return bytes([x % 256]) * 300_000  # larger than a pipe buffer
+    return bytes([x % 256]) * 1_500_000  # larger than a widened pipe buffer
 
 
 def test_results_larger_than_a_pipe_buffer() -> None:
@@ -115,3 +117,66 @@ def test_a_worker_killed_by_a_signal_is_a_clear_error(tmp_path: Path) -> None:
         list(map_ordered(die_in_a_child, jobs_in, 2))
     with pytest.raises(ChildProcessError):
         os.waitpid(-1, os.WNOHANG)
+
+
+class TwoArguments(Exception):
+    """Pickles, but cannot be rebuilt from its pickle (``__init__`` wants two)."""
+
+    def __init__(self, a: str, b: str) -> None:
+        super().__init__(f"{a}/{b}")
+
+
+def fail_oddly_in_a_child(job: tuple[Path, int]) -> int:
+    flag, x = job
+    if os.getpid() != PARENT:
+        flag.touch()
+        raise TwoArguments("left", "right")
+    deadline = time.monotonic() + 30
+    while not flag.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return x
+
+
+def test_an_error_that_cannot_be_rebuilt_arrives_as_its_traceback(tmp_path: Path) -> None:
+    jobs_in = [(tmp_path / "flag", i) for i in range(6)]
+    with pytest.raises(RuntimeError, match="TwoArguments: left/right"):
+        list(map_ordered(fail_oddly_in_a_child, jobs_in, 2))
+
+
+def test_children_are_fine_when_sigchld_is_ignored() -> None:
+    old = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    try:
+        assert list(map_ordered(abs, range(-30, 0), 2)) == list(range(30, 0, -1))
+    finally:
+        signal.signal(signal.SIGCHLD, old)
+
+
+def test_a_small_task_pipe_does_not_hang(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A user over Linux's per-user pipe limit gets 1-2 page pipes; other kernels promise
+    # little. Pretend the pipe says it holds 64 KiB but really holds 4 KiB.
+    fcntl = pytest.importorskip("fcntl")
+    if not hasattr(fcntl, "F_SETPIPE_SZ"):
+        pytest.skip("cannot shrink a pipe here")
+    real_pipe = os.pipe
+
+    def small_pipe() -> tuple[int, int]:
+        read_fd, write_fd = real_pipe()
+        fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, 4096)
+        return read_fd, write_fd
+
+    monkeypatch.setattr(workers, "_pipe_capacity", lambda fd: 65536)
+    monkeypatch.setattr(workers.os, "pipe", small_pipe)
+    n = 5000
+    assert list(map_ordered(abs, range(-n, 0), 2)) == list(range(n, 0, -1))
+
+
+def test_no_fork_while_another_thread_runs() -> None:
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        got = list(map_ordered(square_with_pid, range(10), 2))
+    finally:
+        stop.set()
+        thread.join()
+    assert {pid for _, pid in got} == {os.getpid()}

@@ -12,7 +12,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from cachediag.ingest.lines import py_scan_chunk
-from cachediag.ingest.native import load_scanner
+from cachediag.ingest.native import API, load_scanner
 from cachediag.ingest.needles import WANTED, WANTED_WITH_CHAINS, py_wanted_lines
 from tests.conftest import CORPUS, REAL
 
@@ -92,10 +92,23 @@ def test_bad_arguments_raise_instead_of_reading_out_of_bounds(
         _scan.scan_chunk(*args)
 
 
-def test_scanner_can_be_switched_off(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_built_scanner_is_the_one_this_code_expects() -> None:
+    # An editable install does not rebuild: after editing _scan.c, run
+    # `python setup.py build_ext --inplace` (a stale build would be skipped at run time).
+    assert _scan.API == API
+
+
+@pytest.mark.parametrize(("value", "compiled"), [("", True), ("0", True), ("1", False)])
+def test_scanner_can_be_switched_off(
+    monkeypatch: pytest.MonkeyPatch, value: str, compiled: bool
+) -> None:
+    monkeypatch.setenv("CACHEDIAG_PURE_PYTHON", value)
+    assert (load_scanner() is not None) == compiled
+
+
+def test_a_stale_build_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CACHEDIAG_PURE_PYTHON", raising=False)
-    assert load_scanner() is not None
-    monkeypatch.setenv("CACHEDIAG_PURE_PYTHON", "1")
+    monkeypatch.setattr(_scan, "API", API + 1)
     assert load_scanner() is None
 
 

@@ -45,7 +45,7 @@ from cachediag.cli.common import (
     "--jobs",
     type=click.IntRange(min=1),
     metavar="N",
-    help="Worker processes (default: one per core for inputs over 32 MB, else 1).",
+    help="Processes, this one included (default: one per core from 4 MB of input, else 1).",
 )
 def analyze(
     paths: tuple[Path, ...],

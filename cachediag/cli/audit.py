@@ -33,6 +33,8 @@ def _progress(enabled: bool) -> Iterator[tuple[Any, Any]]:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
+    # No refresh thread: sessions are read in forked processes, and a fork must not
+    # copy a thread's locks mid-use; the bar is redrawn on each session instead.
     with Progress(
         "[progress.description]{task.description}",
         BarColumn(),
@@ -40,9 +42,15 @@ def _progress(enabled: bool) -> Iterator[tuple[Any, Any]]:
         TimeElapsedColumn(),
         console=Console(stderr=True),
         transient=True,
+        auto_refresh=False,
     ) as bar:
         task = bar.add_task("sessions", total=None)
-        yield (lambda n: bar.update(task, total=n)), (lambda: bar.advance(task))
+
+        def advance() -> None:
+            bar.advance(task)
+            bar.refresh()
+
+        yield (lambda n: bar.update(task, total=n, refresh=True)), advance
 
 
 @click.command()
@@ -79,7 +87,7 @@ def _progress(enabled: bool) -> Iterator[tuple[Any, Any]]:
     "--jobs",
     type=click.IntRange(min=1),
     default=None,
-    help="Worker processes (default: one per core when there are many sessions).",
+    help="Processes, this one included (default: one per core from 4 MB of input, else 1).",
 )
 def audit(
     paths: tuple[Path, ...],

@@ -7,9 +7,10 @@
  * of `analyze`'s time saved on a large tree. Both must give identical answers:
  * tests/test_scan_ext.py holds them to it.
  *
- * Only the standard C library and the Python C API: it builds wherever pip can build an
- * extension, and setup.py marks it optional, so a machine without a compiler still
- * installs cachediag and uses the Python scanner.
+ * Plain C and the Python C API. glibc's memmem and memrchr are used where they exist
+ * (GNU extensions); elsewhere (macOS, musl without them, MSVC) the simple loops below
+ * stand in. setup.py marks the extension optional, so a machine without a compiler
+ * still installs cachediag and uses the Python scanner.
  */
 #define PY_SSIZE_T_CLEAN
 #ifndef _GNU_SOURCE
@@ -17,6 +18,39 @@
 #endif
 #include <Python.h>
 #include <string.h>
+
+#define SCAN_API 1 /* native.py loads only the API it was written for */
+
+#if defined(__GLIBC__) && !defined(SCAN_PORTABLE) /* -DSCAN_PORTABLE tests the loops */
+#define find_bytes memmem
+#define find_last_byte memrchr
+#else
+static void *
+find_bytes(const void *haystack, size_t n, const void *needle, size_t m)
+{
+    const char *h = haystack, *end = h + n;
+    const char *first = needle;
+    if (m == 0 || m > n)
+        return NULL;
+    while ((h = memchr(h, first[0], (size_t)(end - h) - m + 1)) != NULL) {
+        if (memcmp(h, needle, m) == 0)
+            return (void *)h;
+        if ((size_t)(end - ++h) < m)
+            break;
+    }
+    return NULL;
+}
+
+static void *
+find_last_byte(const void *s, int c, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s + n;
+    while (p > (const unsigned char *)s)
+        if (*--p == (unsigned char)c)
+            return (void *)p;
+    return NULL;
+}
+#endif
 
 #define MAX_NEEDLES 8
 
@@ -65,7 +99,7 @@ holds_needle(const char *buf, Py_ssize_t end, Needles *n, Py_ssize_t start, Py_s
     int found = 0;
     for (Py_ssize_t k = 0; k < n->count; k++) {
         if (n->next[k] < start) {
-            const char *hit = memmem(buf + start, (size_t)(end - start), n->ptr[k], (size_t)n->len[k]);
+            const char *hit = find_bytes(buf + start, (size_t)(end - start), n->ptr[k], (size_t)n->len[k]);
             n->next[k] = hit ? (Py_ssize_t)(hit - buf) : end;
         }
         if (n->next[k] + n->len[k] <= stop)
@@ -192,7 +226,7 @@ wanted_lines(PyObject *self, PyObject *args)
         Py_ssize_t first = end;
         for (Py_ssize_t k = 0; k < needles.count; k++) {
             if (needles.next[k] < pos) {
-                const char *hit = memmem(buf + pos, (size_t)(end - pos), needles.ptr[k],
+                const char *hit = find_bytes(buf + pos, (size_t)(end - pos), needles.ptr[k],
                                          (size_t)needles.len[k]);
                 needles.next[k] = hit ? (Py_ssize_t)(hit - buf) : end;
             }
@@ -201,7 +235,7 @@ wanted_lines(PyObject *self, PyObject *args)
         }
         if (first >= end)
             break;
-        const char *before = memrchr(buf + pos, '\n', (size_t)(first - pos));
+        const char *before = find_last_byte(buf + pos, '\n', (size_t)(first - pos));
         Py_ssize_t start = before ? (Py_ssize_t)(before - buf) + 1 : pos;
         if (append_new(starts, PyLong_FromSsize_t(start)) < 0) {
             Py_DECREF(starts);
@@ -229,5 +263,10 @@ static struct PyModuleDef scan_module = {
 PyMODINIT_FUNC
 PyInit__scan(void)
 {
-    return PyModule_Create(&scan_module);
+    PyObject *module = PyModule_Create(&scan_module);
+    if (module != NULL && PyModule_AddIntConstant(module, "API", SCAN_API) < 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
 }

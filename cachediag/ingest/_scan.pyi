@@ -1,5 +1,7 @@
 from typing_extensions import Buffer
 
+API: int
+
 def scan_chunk(
     data: Buffer, start: int, end: int, needles: tuple[bytes, ...]
 ) -> tuple[list[tuple[int, int, int]], int]: ...

@@ -120,6 +120,8 @@ def py_scan_chunk(
     """The Python twin of ``_scan.scan_chunk``: for the lines of ``buf[first:end]``
     (``first`` begins a line), ``(index, start, stop)`` of each line holding a needle or
     not blank and not ``{...}`` once stripped, and how many newlines the range holds."""
+    if not 0 <= first <= end <= len(buf):
+        raise ValueError("start and end must satisfy 0 <= start <= end <= len(data)")
     data = buf[first:end] if first else buf
     span = end - first
     starts = set(py_wanted_lines(data, span, needles))

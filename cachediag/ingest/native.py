@@ -1,7 +1,8 @@
 """The compiled line scanner (``_scan.c``), when it was built and is not switched off.
 
-``CACHEDIAG_PURE_PYTHON=1`` forces the Python scanner: for tests that hold the two to the
-same answers, and to rule the extension out when a result looks wrong.
+``CACHEDIAG_PURE_PYTHON=1`` (any value but empty or ``0``) forces the Python scanner: for
+tests that hold the two to the same answers, and to rule the extension out when a result
+looks wrong.
 """
 
 from __future__ import annotations
@@ -18,12 +19,19 @@ if TYPE_CHECKING:
     WantedLines = Callable[[bytes, int, tuple[bytes, ...]], list[int]]
 
 
+API = 1
+"""The ``_scan.API`` this code was written for: a build of older source (an editable
+install does not rebuild when ``_scan.c`` changes) is not used."""
+
+
 def load_scanner() -> tuple[ScanChunk, WantedLines] | None:
-    if os.environ.get("CACHEDIAG_PURE_PYTHON"):
+    if os.environ.get("CACHEDIAG_PURE_PYTHON", "") not in ("", "0"):
         return None
     try:
         from cachediag.ingest import _scan
     except ImportError:  # built without a compiler (setup.py marks it optional)
+        return None
+    if getattr(_scan, "API", None) != API:
         return None
     return _scan.scan_chunk, _scan.wanted_lines
 
