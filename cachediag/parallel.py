@@ -6,7 +6,6 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TypeVar
 
-from cachediag.errors import WorkerError
 from cachediag.ingest.discover import SessionSource
 
 T = TypeVar("T")
@@ -55,50 +54,18 @@ def map_ordered(
     heaviest ``weights`` first (e.g. bytes to read), so a process that finishes early
     takes more: measured, fixed shares left one process idle up to 60 ms of a 0.2 s run.
     A thread reads the children's results as they come, so output (and the caller's
-    progress) flows while the work goes on. ``fn``'s results must pickle. Nothing is
-    forked with one job, where ``fork`` does not exist, or while another thread runs
-    (a child would inherit its locks in whatever state they were).
+    progress) flows while the work goes on. As with ``map``, the results before the
+    first item whose ``fn`` raised come out, then its exception. ``fn``'s results must
+    pickle. Nothing is forked with one job, where ``fork`` does not exist, or while
+    another thread runs (a child would inherit its locks in whatever state they were).
     """
     todo = list(items)
     if jobs <= 1 or len(todo) <= 1 or not hasattr(os, "fork") or _other_threads():
         yield from map(fn, todo)
         return
-    from cachediag.workers import RETRY, Child, Drain, Tasks
+    from cachediag.workers import map_forked
 
-    weight = weights if weights is not None else [1] * len(todo)
-    tasks = Tasks(sorted(range(len(todo)), key=lambda i: -weight[i]))
-    children: list[Child[R]] = []
-    drain: Drain[R] | None = None
-    try:
-        for _ in range(min(jobs, len(todo)) - 1):
-            children.append(Child.start(fn, todo, tasks, children))
-        drain = Drain(children)
-        drain.start()
-        done: dict[int, R] = {}
-        waiting = 0
-        for i in tasks:
-            done[i] = fn(todo[i])
-            for child in children:
-                done.update(drain.take(child, block=False))
-            while waiting in done:
-                yield done.pop(waiting)
-                waiting += 1
-        for child in children:
-            done.update(drain.take(child, block=True))
-            while waiting in done:
-                yield done.pop(waiting)
-                waiting += 1
-        if waiting != len(todo):
-            raise WorkerError(f"worker processes returned {waiting} of {len(todo)} results{RETRY}")
-    finally:
-        tasks.close()
-        for child in children:
-            child.reap(kill=True)
-        if drain is not None:
-            drain.join()
-        else:
-            for child in children:
-                os.close(child.fd)
+    yield from map_forked(fn, todo, min(jobs, len(todo)), weights)
 
 
 def _other_threads() -> bool:

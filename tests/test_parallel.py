@@ -26,12 +26,6 @@ def test_results_come_back_in_input_order(jobs: int) -> None:
     assert len({pid for _, pid in got}) <= jobs
 
 
-def fail_on_seven(x: int) -> int:
-    if x == 7:
-        raise ValueError("seven")
-    return x
-
-
 class Unpicklable(Exception):
     def __reduce__(self) -> object:
         raise TypeError("no")
@@ -43,10 +37,24 @@ def fail_unpicklably(x: int) -> int:
     return x
 
 
+def fail_on_seven_and_twelve(x: int) -> int:
+    if x in (7, 12):
+        raise ValueError(f"failed on {x}")
+    return x
+
+
+@pytest.mark.parametrize("jobs", [1, 2, 3])
+def test_an_error_comes_out_in_its_turn_as_with_map(jobs: int) -> None:
+    # Whoever ran item 7 or 12, and whenever: items 0-6 come out, then item 7's error.
+    got: list[int] = []
+    with pytest.raises(ValueError, match="failed on 7"):
+        for value in map_ordered(fail_on_seven_and_twelve, range(20), jobs):
+            got.append(value)
+    assert got == list(range(7))
+
+
 @pytest.mark.parametrize("jobs", [2, 3])
-def test_an_error_in_any_worker_reaches_the_caller(jobs: int) -> None:
-    with pytest.raises(ValueError, match="seven"):
-        list(map_ordered(fail_on_seven, range(20), jobs))
+def test_an_unpicklable_error_still_reaches_the_caller(jobs: int) -> None:
     with pytest.raises(Exception, match="three"):
         list(map_ordered(fail_unpicklably, range(20), jobs))
 
@@ -180,3 +188,68 @@ def test_no_fork_while_another_thread_runs() -> None:
         stop.set()
         thread.join()
     assert {pid for _, pid in got} == {os.getpid()}
+
+
+def fail_plainly_in_a_child(job: tuple[Path, int]) -> int:
+    flag, x = job
+    if os.getpid() != PARENT:
+        flag.touch()
+        raise ValueError(f"child failed on {x}")
+    deadline = time.monotonic() + 30
+    while not flag.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return x
+
+
+def test_a_childs_error_arrives_as_itself(tmp_path: Path) -> None:
+    jobs_in = [(tmp_path / "flag", i) for i in range(6)]
+    with pytest.raises(ValueError, match="child failed on"):
+        list(map_ordered(fail_plainly_in_a_child, jobs_in, 2))
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else 0
+
+
+def test_no_room_for_tasks_means_working_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(fd: int, count: int) -> int:
+        raise workers.NoRoom
+
+    monkeypatch.setattr(workers, "_fill", refuse)
+    before = open_fds()
+    got = list(map_ordered(square_with_pid, range(10), 2))
+    assert [v for v, _ in got] == [i * i for i in range(10)]
+    assert {pid for _, pid in got} == {os.getpid()}
+    assert open_fds() == before
+
+
+def test_a_drain_that_cannot_start_shows_its_own_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    def cannot_start(self: object) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(workers.Drain, "start", cannot_start)
+    before = open_fds()
+    with pytest.raises(RuntimeError, match="can't start new thread"):
+        list(map_ordered(abs, range(10), 2))
+    assert open_fds() == before
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)
+
+
+def meet(job: tuple[Path, int]) -> tuple[int, int]:
+    """Each process marks its own flag, then waits for the other's: neither can finish
+    an item before the other has started one, so both surely take items."""
+    folder, x = job
+    mine, theirs = ("child", "caller") if os.getpid() != PARENT else ("caller", "child")
+    (folder / mine).touch()
+    deadline = time.monotonic() + 30
+    while not (folder / theirs).exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return x, os.getpid()
+
+
+def test_the_caller_and_a_child_both_work(tmp_path: Path) -> None:
+    got = list(map_ordered(meet, [(tmp_path, i) for i in range(8)], 2))
+    assert [x for x, _ in got] == list(range(8))
+    pids = {pid for _, pid in got}
+    assert len(pids) == 2 and os.getpid() in pids
