@@ -106,6 +106,13 @@ def test_more_items_than_a_pipe_holds_tokens_for() -> None:
 PARENT = os.getpid()
 
 
+def wait_for(path: Path) -> None:
+    """Until ``path`` exists (30 s at most: a test that waits in vain fails, not hangs)."""
+    deadline = time.monotonic() + 30
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def die_in_a_child(job: tuple[Path, int]) -> int:
     """Children mark a flag and die by SIGKILL; the caller waits for the flag, so that a
     child surely takes an item before the caller has taken them all."""
@@ -113,9 +120,7 @@ def die_in_a_child(job: tuple[Path, int]) -> int:
     if os.getpid() != PARENT:
         flag.touch()
         os.kill(os.getpid(), signal.SIGKILL)
-    deadline = time.monotonic() + 30
-    while not flag.exists() and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_for(flag)
     return x
 
 
@@ -139,9 +144,7 @@ def fail_oddly_in_a_child(job: tuple[Path, int]) -> int:
     if os.getpid() != PARENT:
         flag.touch()
         raise TwoArguments("left", "right")
-    deadline = time.monotonic() + 30
-    while not flag.exists() and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_for(flag)
     return x
 
 
@@ -195,9 +198,7 @@ def fail_plainly_in_a_child(job: tuple[Path, int]) -> int:
     if os.getpid() != PARENT:
         flag.touch()
         raise ValueError(f"child failed on {x}")
-    deadline = time.monotonic() + 30
-    while not flag.exists() and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_for(flag)
     return x
 
 
@@ -242,9 +243,7 @@ def meet(job: tuple[Path, int]) -> tuple[int, int]:
     folder, x = job
     mine, theirs = ("child", "caller") if os.getpid() != PARENT else ("caller", "child")
     (folder / mine).touch()
-    deadline = time.monotonic() + 30
-    while not (folder / theirs).exists() and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_for(folder / theirs)
     return x, os.getpid()
 
 
