@@ -18,14 +18,15 @@ caller working too: a second process takes a 5.5 MB tree of six projects from 13
 115 ms, a 33 MB tree of two from 176 to 136 ms."""
 
 
-def workers_for(sources: Sequence[SessionSource], requested: int | None = None) -> int:
-    """How many processes to use for these sessions (``requested``: the user's say)."""
+def workers_for(sessions: int, size: int, requested: int | None = None) -> int:
+    """How many processes to use for ``sessions`` holding ``size`` bytes (``requested``:
+    the user's say)."""
     if requested is not None:
         return max(1, requested)
-    if len(sources) < PARALLEL_MIN_SESSIONS or total_bytes(sources) < PARALLEL_MIN_BYTES:
+    if sessions < PARALLEL_MIN_SESSIONS or size < PARALLEL_MIN_BYTES:
         return 1
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, min(cores or 1, len(sources)))
+    return max(1, min(cores or 1, sessions))
 
 
 def total_bytes(sources: Iterable[SessionSource]) -> int:

@@ -157,9 +157,10 @@ class Run:
                 self.issues.extend(log.issues)
                 yield render(analyze_session(log, now))
         sources = discover(file_paths) if file_paths else []
-        jobs = workers_for(sources, self.jobs)
         groups = project_groups(sources)
-        weights = [total_bytes(group) for group in groups] if jobs > 1 else None
+        # Each file is looked at once: its size decides both whether to fork and the order.
+        weights = [total_bytes(group) for group in groups]
+        jobs = workers_for(len(sources), sum(weights), self.jobs)
         batches = map_ordered(partial(analyze_group, now=now, render=render), groups, jobs, weights)
         results = (result for batch in batches for result in batch)
         for done, result in enumerate(results, start=1):

@@ -105,10 +105,7 @@ class Ledger:
         self.output_tokens += cur.output_tokens
         if read + creation > 0:
             self.caching_observed = True
-        if outcome is Outcome.HIT:  # most requests: no call for them
-            self.hits += 1
-        else:
-            self._count(outcome, cur, diagnosis)
+        self._count(outcome, cur, diagnosis)
         self.prev = cur
         self.prev_ttl = ttl
         return LedgerEntry(

@@ -115,29 +115,15 @@ def json_schema() -> dict[str, Any]:
     return schema
 
 
-def _tuple(value: list[str] | None) -> tuple[str, ...] | None:
-    return None if value is None else tuple(value)
-
-
 def _fingerprint(fp: FingerprintIn) -> Fingerprint:
-    return Fingerprint(
-        model=fp.model,
-        system_hashes=_tuple(fp.system_hashes),
-        system_chars=fp.system_chars,
-        system_cache_control=_tuple(fp.system_cache_control),
-        tools=None if fp.tools is None else tuple((n, h) for n, h in fp.tools),
-        betas=None if fp.betas is None else tuple(sorted(fp.betas)),
-        effort=fp.effort,
-        thinking_mode=fp.thinking_mode,
-        thinking_display=fp.thinking_display,
-        fast_mode=fp.fast_mode,
-        auto_mode=fp.auto_mode,
-        overage=fp.overage,
-        extra_body_hash=fp.extra_body_hash,
-        defer_loading=fp.defer_loading,
-        message_hashes=_tuple(fp.message_hashes),
-        message_roles=_tuple(fp.message_roles),
-    )
+    # Same field names on both sides: lists become the record's tuples; beta names are a
+    # set, so their order is not a change.
+    values: dict[str, Any] = {
+        name: tuple(value) if isinstance(value, list) else value for name, value in fp
+    }
+    if fp.betas is not None:
+        values["betas"] = tuple(sorted(fp.betas))
+    return Fingerprint(**values)
 
 
 def to_item(obj: dict[str, Any], line: int) -> StreamItem:

@@ -164,16 +164,7 @@ def litellm_prices(entry: dict[str, Any], source: str) -> ModelPrices | None:
     long_context = tier("_above_200k_tokens")
     if long_context is None:
         return base
-    return ModelPrices(
-        input_mtok=base.input_mtok,
-        cache_write_5m_mtok=base.cache_write_5m_mtok,
-        cache_write_1h_mtok=base.cache_write_1h_mtok,
-        cache_read_mtok=base.cache_read_mtok,
-        output_mtok=base.output_mtok,
-        long_context_threshold_tokens=200_000,
-        long_context=long_context,
-        source=source,
-    )
+    return replace(base, long_context_threshold_tokens=200_000, long_context=long_context)
 
 
 def _is_litellm(data: dict[str, Any]) -> bool:

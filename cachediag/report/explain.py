@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -130,12 +131,9 @@ def _change_lines(ex: Explanation) -> list[str]:
     if not ex.visible:
         out.append("  request bodies not in this log: tools and system prompt not compared")
     if d is not None:
-        if d.tools_added:
-            out.append(f"  tools added: {', '.join(d.tools_added)}")
-        if d.tools_removed:
-            out.append(f"  tools removed: {', '.join(d.tools_removed)}")
-        if d.tools_changed:
-            out.append(f"  tools redefined: {', '.join(d.tools_changed)}")
+        out += _named("tools added", d.tools_added)
+        out += _named("tools removed", d.tools_removed)
+        out += _named("tools redefined", d.tools_changed)
         if d.system_blocks_changed:
             blocks = ", ".join(str(i) for i in d.system_blocks_changed)
             delta = "" if d.system_char_delta is None else f" ({d.system_char_delta:+,} chars)"
@@ -147,12 +145,15 @@ def _change_lines(ex: Explanation) -> list[str]:
             )
     for change in ex.settings:
         out.append(f"  {change.field}: {change.before} -> {change.after}")
-    if ex.betas_added:
-        out.append(f"  betas added: {', '.join(ex.betas_added)}")
-    if ex.betas_removed:
-        out.append(f"  betas removed: {', '.join(ex.betas_removed)}")
+    out += _named("betas added", ex.betas_added)
+    out += _named("betas removed", ex.betas_removed)
     if ex.system_cache_control_changed:
         out.append("  system cache_control (scope or TTL) changed")
     if ex.extra_body_changed:
         out.append("  other request body fields changed")
     return out
+
+
+def _named(label: str, names: Sequence[str] | None) -> list[str]:
+    """One line listing ``names`` after ``label``; none when there are none."""
+    return [f"  {label}: {', '.join(names)}"] if names else []

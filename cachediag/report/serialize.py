@@ -15,7 +15,6 @@ from cachediag.analysis.costs import (
     PriceFn,
     entry_cost,
     sum_costs,
-    total_costs,
     totals_of,
 )
 from cachediag.analysis.ledger import LedgerEntry, Outcome
@@ -177,13 +176,12 @@ def session_dict(
     streams = a.streams
     # Each request is priced once: for its own line and for its stream's total; the
     # session's total is the sum of its streams.
-    entry_costs: list[list[EntryCost]] | None = None
-    costs: list[CostTotals] | None = None
-    if price_of is not None and requests:
-        entry_costs = [[entry_cost(e, price_of) for e in s.entries] for s in streams]
-        costs = [totals_of(c) for c in entry_costs]
-    elif price_of is not None:
-        costs = [total_costs(s.entries, price_of) for s in streams]
+    entry_costs = (
+        None
+        if price_of is None
+        else [[entry_cost(e, price_of) for e in s.entries] for s in streams]
+    )
+    costs = None if entry_costs is None else [totals_of(c) for c in entry_costs]
     out: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "session_id": log.session_id,
