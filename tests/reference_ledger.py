@@ -269,42 +269,38 @@ def read_totals(paths: list[Path]) -> dict[str, int]:
     counts once, from the parent copy."""
     best: dict[tuple[str, str | None], tuple[bool, dict[str, int]]] = {}
     for path in paths:
+        lines = read_lines(path)
         for stream_main in (True, False):
-            with path.open(encoding="utf-8", errors="replace") as fh:
-                for lineno, raw in enumerate(fh, start=1):
-                    try:
-                        obj = json.loads(raw)
-                    except ValueError:
-                        continue
-                    if not isinstance(obj, dict) or obj.get("type") != "assistant":
-                        continue
-                    if (obj.get("isSidechain") is True) == stream_main:
-                        continue
-                    msg = obj.get("message")
-                    if obj.get("isApiErrorMessage") is True or not isinstance(msg, dict):
-                        continue
-                    usage = msg.get("usage")
-                    if msg.get("model") == "<synthetic>" or not isinstance(usage, dict):
-                        continue
-                    mid, rid = msg.get("id"), obj.get("requestId")
-                    key = (
-                        mid if isinstance(mid, str) else f"{path}:{lineno}",
-                        rid if isinstance(rid, str) else None,
+            for lineno, obj in lines:
+                if obj.get("type") != "assistant":
+                    continue
+                if (obj.get("isSidechain") is True) == stream_main:
+                    continue
+                msg = obj.get("message")
+                if obj.get("isApiErrorMessage") is True or not isinstance(msg, dict):
+                    continue
+                usage = msg.get("usage")
+                if msg.get("model") == "<synthetic>" or not isinstance(usage, dict):
+                    continue
+                mid, rid = msg.get("id"), obj.get("requestId")
+                key = (
+                    mid if isinstance(mid, str) else f"{path}:{lineno}",
+                    rid if isinstance(rid, str) else None,
+                )
+                tokens = {
+                    "input_tokens": _int(usage.get("input_tokens")),
+                    "cache_read_tokens": _int(usage.get("cache_read_input_tokens")),
+                    "cache_creation_tokens": _int(usage.get("cache_creation_input_tokens")),
+                    "output_tokens": _int(usage.get("output_tokens")),
+                }
+                known = best.get(key)
+                if known is None:
+                    best[key] = (stream_main, tokens)
+                elif known[0] == stream_main:
+                    known[1]["output_tokens"] = max(
+                        known[1]["output_tokens"], tokens["output_tokens"]
                     )
-                    tokens = {
-                        "input_tokens": _int(usage.get("input_tokens")),
-                        "cache_read_tokens": _int(usage.get("cache_read_input_tokens")),
-                        "cache_creation_tokens": _int(usage.get("cache_creation_input_tokens")),
-                        "output_tokens": _int(usage.get("output_tokens")),
-                    }
-                    known = best.get(key)
-                    if known is None:
-                        best[key] = (stream_main, tokens)
-                    elif known[0] == stream_main:
-                        known[1]["output_tokens"] = max(
-                            known[1]["output_tokens"], tokens["output_tokens"]
-                        )
-                    # else: a sidechain replay of a parent response; the parent copy stays.
+                # else: a sidechain replay of a parent response; the parent copy stays.
     totals = {"requests": len(best)}
     for name in ("input_tokens", "cache_read_tokens", "cache_creation_tokens", "output_tokens"):
         totals[name] = sum(t[name] for _, t in best.values())

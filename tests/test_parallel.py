@@ -139,19 +139,21 @@ class TwoArguments(Exception):
         super().__init__(f"{a}/{b}")
 
 
-def fail_oddly_in_a_child(job: tuple[Path, int]) -> int:
-    flag, x = job
+def raise_in_a_child(job: tuple[Path, int, Exception]) -> int:
+    """Children mark a flag and raise ``error``; the caller waits for the flag, so that a
+    child surely takes an item (forked, so ``error`` need not pickle on the way in)."""
+    flag, x, error = job
     if os.getpid() != PARENT:
         flag.touch()
-        raise TwoArguments("left", "right")
+        raise error
     wait_for(flag)
     return x
 
 
 def test_an_error_that_cannot_be_rebuilt_arrives_as_its_traceback(tmp_path: Path) -> None:
-    jobs_in = [(tmp_path / "flag", i) for i in range(6)]
+    jobs_in = [(tmp_path / "flag", i, TwoArguments("left", "right")) for i in range(6)]
     with pytest.raises(RuntimeError, match="TwoArguments: left/right"):
-        list(map_ordered(fail_oddly_in_a_child, jobs_in, 2))
+        list(map_ordered(raise_in_a_child, jobs_in, 2))
 
 
 def test_children_are_fine_when_sigchld_is_ignored() -> None:
@@ -193,19 +195,10 @@ def test_no_fork_while_another_thread_runs() -> None:
     assert {pid for _, pid in got} == {os.getpid()}
 
 
-def fail_plainly_in_a_child(job: tuple[Path, int]) -> int:
-    flag, x = job
-    if os.getpid() != PARENT:
-        flag.touch()
-        raise ValueError(f"child failed on {x}")
-    wait_for(flag)
-    return x
-
-
 def test_a_childs_error_arrives_as_itself(tmp_path: Path) -> None:
-    jobs_in = [(tmp_path / "flag", i) for i in range(6)]
+    jobs_in = [(tmp_path / "flag", i, ValueError(f"child failed on {i}")) for i in range(6)]
     with pytest.raises(ValueError, match="child failed on"):
-        list(map_ordered(fail_plainly_in_a_child, jobs_in, 2))
+        list(map_ordered(raise_in_a_child, jobs_in, 2))
 
 
 def open_fds() -> int:
