@@ -57,6 +57,9 @@ class Fingerprint:
     defer_loading: bool | None = None
     message_hashes: tuple[str, ...] | None = None
     message_roles: tuple[str, ...] | None = None
+    joined: bool = False
+    """Taken from a body joined to the record (raw-body telemetry, a capture index), not
+    from the log line itself: causes named from it have cause_source ``capture``."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -156,6 +159,9 @@ class SessionLog:
     of its history): not counted again."""
     main_unreadable: bool = False
     """The main file was not a log at all (reported as an issue with line 0)."""
+    assumed_ttl: str | None = None
+    """The TTL given to requests whose log could not tell it (OpenTelemetry events carry
+    no 5m/1h split); ``None`` when every TTL came from the log."""
 
     def stream(self, stream_id: str, kind: StreamKind, source: str | None = None) -> StreamLog:
         found = self.streams.get(stream_id)

@@ -14,7 +14,7 @@ from typing import IO, Generic, TypeVar
 from cachediag.analysis.session import SessionAnalysis, analyze_session
 from cachediag.errors import CachediagError, InputError
 from cachediag.ingest.discover import SessionSource, claude_projects_dirs, discover
-from cachediag.ingest.reader import Claims, read_session, read_stdin
+from cachediag.ingest.reader import Claims, read_sessions, read_stdin
 from cachediag.model import LineIssue
 from cachediag.parallel import map_ordered, total_bytes, workers_for
 
@@ -63,19 +63,23 @@ def analyze_source(
     now: float,
     render: Callable[[SessionAnalysis], T],
     claimed: Claims | None = None,
-) -> SourceResult[T]:
-    """Read, analyse and render one session.
+) -> list[SourceResult[T]]:
+    """Read, analyse and render one source's sessions (an OpenTelemetry export holds many).
 
     Rendering where the session was read matters: a JSON line travels back from a worker
     process far cheaper than the analysis it was made from.
     """
     try:
-        log = read_session(src, claimed)
+        logs = read_sessions(src, claimed)
     except CachediagError as exc:
-        return SourceResult(None, [], error=str(exc))
-    if log.main_unreadable and not any(s.items for s in log.streams.values()):
-        return SourceResult(None, log.issues, passed_over=True)
-    return SourceResult(render(analyze_session(log, now)), log.issues)
+        return [SourceResult(None, [], error=str(exc))]
+    results: list[SourceResult[T]] = []
+    for log in logs:
+        if log.main_unreadable and not any(s.items for s in log.streams.values()):
+            results.append(SourceResult(None, log.issues, passed_over=True))
+        else:
+            results.append(SourceResult(render(analyze_session(log, now)), log.issues))
+    return results
 
 
 def analyze_group(
@@ -89,10 +93,10 @@ def analyze_group(
     """
     claimed: Claims = {}
     order = sorted(range(len(group)), key=lambda i: (_mtime(group[i]), i))
-    results: dict[int, SourceResult[T]] = {}
+    results: dict[int, list[SourceResult[T]]] = {}
     for i in order:
         results[i] = analyze_source(group[i], now, render, claimed)
-    return [results[i] for i in range(len(group))]
+    return [result for i in range(len(group)) for result in results[i]]
 
 
 def _mtime(src: SessionSource) -> float:
@@ -165,7 +169,7 @@ class Run:
         results = (result for batch in batches for result in batch)
         for done, result in enumerate(results, start=1):
             if self.on_progress is not None:
-                self.on_progress(done, len(sources))
+                self.on_progress(done, max(done, len(sources)))
             if result.error is not None:
                 self.errors.append(result.error)
             self.issues.extend(result.issues)

@@ -69,7 +69,8 @@ class MissEvidence:
 class Diagnosis:
     causes: tuple[Cause, ...]
     source: str
-    """``server`` when the API said why, ``inferred`` otherwise."""
+    """``server`` when the API said why, ``capture`` when joined request bodies did,
+    ``inferred`` otherwise."""
     tools_added: tuple[str, ...] | None = None
     tools_removed: tuple[str, ...] | None = None
     tools_changed: tuple[str, ...] | None = None
@@ -176,12 +177,14 @@ def diagnose_miss(
         return replace(seen, causes=causes, source="server", server_causes=(mapped,))
     expired = evidence.gap_s >= ttl_window_s
     if prev.fingerprint is not None and cur.fingerprint is not None:
+        # Bodies joined to the log (not in it) name causes with the capture's authority.
+        source = "capture" if cur.fingerprint.joined else "inferred"
         diagnosis = diff_fingerprints(prev.fingerprint, cur.fingerprint)
         if diagnosis.causes:
-            return diagnosis
+            return replace(diagnosis, source=source)
         if expired:
-            return Diagnosis(causes=(expiry_cause(evidence.ttl_in_force),), source="inferred")
-        return Diagnosis(causes=(Cause.LIKELY_SERVER_SIDE,), source="inferred")
+            return Diagnosis(causes=(expiry_cause(evidence.ttl_in_force),), source=source)
+        return Diagnosis(causes=(Cause.LIKELY_SERVER_SIDE,), source=source)
     return _diagnose_from_usage(prev, cur, evidence, expired, server)
 
 

@@ -13,6 +13,7 @@ API_CAPTURE = "api-capture"
 API_USAGE = "api-usage"
 SSE_TEXT = "sse-text"
 RECORDS = "cachediag-records"
+OTEL = "claude-code-otel"
 
 _TRANSCRIPT_KEYS = ("sessionId", "uuid", "leafUuid", "messageId")
 
@@ -30,9 +31,11 @@ def looks_like_record(obj: JsonObject) -> bool:
 
 def _request_log_format(objects: list[JsonObject]) -> str | None:
     from cachediag.ingest.capture import looks_like_capture
+    from cachediag.ingest.otel import looks_like_otel
     from cachediag.ingest.usage import looks_like_usage
 
     for check, name in (
+        (looks_like_otel, OTEL),
         (looks_like_capture, API_CAPTURE),
         (looks_like_record, RECORDS),
         (looks_like_usage, API_USAGE),
@@ -73,6 +76,6 @@ def detect_format(head: Iterable[bytes], source: str) -> str:
         return found
     raise NotALogError(
         f"{source}: JSON, but not a log cachediag reads (no Claude Code transcript lines, "
-        f"API request/response records, API responses with usage or cachediag records "
-        f"in the first {seen} lines)"
+        f"API request/response records, API responses with usage, OpenTelemetry exports "
+        f"or cachediag records in the first {seen} lines)"
     )

@@ -61,9 +61,9 @@ def _feed_file(reader: TranscriptReader, path: Path, session: SessionLog, *, str
     return True
 
 
-def _read_request_log_file(src: SessionSource, path: Path) -> SessionLog | None:
-    """A capture or usage log named on its own; ``None`` when it is a transcript."""
-    from cachediag.ingest.requestlog import read_request_log
+def _read_request_log_file(src: SessionSource, path: Path) -> list[SessionLog] | None:
+    """A capture, usage log or export named on its own; ``None`` when it is a transcript."""
+    from cachediag.ingest.requestlog import read_request_logs
 
     source = str(path)
     try:
@@ -77,11 +77,12 @@ def _read_request_log_file(src: SessionSource, path: Path) -> SessionLog | None:
                 return None
             if fmt == CLAUDE_CODE:
                 return None
-            log = read_request_log(fmt, lines, source, src.session_id)
+            logs = read_request_logs(fmt, lines, source, src.session_id, path)
     except OSError as exc:
         raise InputError(f"{source}: cannot read ({exc.strerror or exc})") from exc
-    log.project = src.project
-    return log
+    for log in logs:
+        log.project = log.project or src.project
+    return logs
 
 
 Claims = dict[tuple[str, str | None], str]
@@ -89,11 +90,22 @@ Claims = dict[tuple[str, str | None], str]
 
 def read_session(src: SessionSource, claimed: Claims | None = None) -> SessionLog:
     """Read one session; ``claimed`` is shared across the sessions of a project so that a
-    response copied into a continued session's file counts once, in the first file read."""
+    response copied into a continued session's file counts once, in the first file read.
+    (A file holding several sessions gives its first: see ``read_sessions``.)"""
+    return read_sessions(src, claimed)[0]
+
+
+def read_sessions(src: SessionSource, claimed: Claims | None = None) -> list[SessionLog]:
+    """The sessions of one source: one, except for an OpenTelemetry export, which holds
+    a session per ``session.id``."""
     if src.main is not None and not src.agents:
-        log = _read_request_log_file(src, src.main)
-        if log is not None:
-            return log
+        logs = _read_request_log_file(src, src.main)
+        if logs is not None:
+            return logs
+    return [_read_transcript_session(src, claimed)]
+
+
+def _read_transcript_session(src: SessionSource, claimed: Claims | None) -> SessionLog:
     session = SessionLog(src.session_id, src.source, FORMAT, project=src.project)
     if src.main is not None:
         pinned = (MAIN_STREAM, StreamKind.MAIN) if src.pin_main else None
@@ -116,9 +128,9 @@ def read_stdin(stream: IO[bytes], source: str = "-") -> list[SessionLog]:
     head, lines = _peek(stream)
     fmt = detect_format(head, source)
     if fmt != CLAUDE_CODE:
-        from cachediag.ingest.requestlog import read_request_log
+        from cachediag.ingest.requestlog import read_request_logs
 
-        return [read_request_log(fmt, lines, source, source)]
+        return read_request_logs(fmt, lines, source, source)
     sessions: dict[str, tuple[SessionLog, TranscriptReader]] = {}
     issues: list[LineIssue] = []
     claimed: Claims = {}

@@ -103,7 +103,7 @@ class Request(BaseModel):
     gap_s: float | None
     outcome: Literal["cold", "uncached", "hit", "miss", "expected"]
     causes: list[str]
-    cause_source: Literal["inferred", "server"] | None
+    cause_source: Literal["inferred", "server", "capture"] | None
     reprocessed_tokens: int
     announced: Literal["compaction", "microcompaction", "context_edit"] | None
     line: int | None
