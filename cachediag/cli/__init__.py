@@ -18,6 +18,7 @@ COMMANDS = {
     "analyze": "cachediag.cli.analyze:analyze",
     "audit": "cachediag.cli.audit:audit",
     "explain": "cachediag.cli.explain:explain",
+    "proxy": "cachediag.cli.proxy:proxy",
     "schema": "cachediag.cli.schema:schema",
     "statusline": "cachediag.cli.statusline:statusline",
     "watch": "cachediag.cli.watch:watch",

@@ -24,7 +24,7 @@ def looks_like_transcript(obj: JsonObject) -> bool:
 
 def looks_like_record(obj: JsonObject) -> bool:
     """cachediag's own normalised record or event (``ingest.records``)."""
-    if "event" in obj and "at" in obj and "usage" not in obj:
+    if ("event" in obj or "failure" in obj) and "at" in obj and "usage" not in obj:
         return True
     return "at" in obj and "cache_read_tokens" in obj and "cache_creation_tokens" in obj
 

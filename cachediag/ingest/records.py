@@ -88,6 +88,35 @@ class RequestIn(BaseModel):
     """Entries of the response's ``context_management.applied_edits``."""
     server_reason: ServerReasonIn | None = None
     fingerprint: FingerprintIn | None = None
+    sent_at: float | None = None
+    """When the request was sent (the capture proxy writes it); orders a log's requests
+    when they are split into conversations."""
+    first_byte_at: float | None = None
+    status: int | None = None
+    """The HTTP status of the response."""
+    hints: dict[str, str] | None = None
+    """Claude Code's gateway hint headers, names without ``x-claude-code-``."""
+    fingerprint_error: str | None = None
+    """Why the request body could not be fingerprinted (it was forwarded all the same)."""
+
+
+class FailedRequestIn(BaseModel):
+    """A request that got no usable answer: an API error, an unreachable upstream, a
+    stream cancelled or broken off. Counted, never a request of the ledger."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    at: float
+    failure: Literal["http_error", "upstream_unreachable", "cancelled", "upstream_dropped",
+                     "no_usage"]
+    sent_at: float | None = None
+    first_byte_at: float | None = None
+    status: int | None = None
+    model: str | None = None
+    request_id: str | None = None
+    hints: dict[str, str] | None = None
+    fingerprint: FingerprintIn | None = None
+    fingerprint_error: str | None = None
 
 
 class EventIn(BaseModel):
@@ -105,10 +134,14 @@ def json_schema() -> dict[str, Any]:
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "cachediag normalised request log line",
         "description": "One JSON object per line: a request record or an event.",
-        "oneOf": [{"$ref": "#/$defs/RequestIn"}, {"$ref": "#/$defs/EventIn"}],
+        "oneOf": [
+            {"$ref": "#/$defs/RequestIn"},
+            {"$ref": "#/$defs/EventIn"},
+            {"$ref": "#/$defs/FailedRequestIn"},
+        ],
         "$defs": {},
     }
-    for model in (RequestIn, EventIn):
+    for model in (RequestIn, EventIn, FailedRequestIn):
         sub = model.model_json_schema(ref_template="#/$defs/{model}")
         schema["$defs"].update(sub.pop("$defs", {}))
         schema["$defs"][model.__name__] = sub
@@ -164,14 +197,63 @@ def _problem(exc: ValidationError) -> str:
 
 
 def read_records(lines: Iterable[bytes], source: str, session_id: str) -> SessionLog:
+    """Records with a ``stream`` go to it; requests that name none but carry message
+    hashes (the capture proxy's) are split into conversations as a capture is."""
     session = SessionLog(session_id, source, FORMAT)
     session.stream(MAIN_STREAM, StreamKind.MAIN, source=source)
+    unplaced: list[tuple[float, RequestRecord]] = []
     for number, obj in iter_objects(lines, source, session.issues):
         try:
+            if "failure" in obj and "event" not in obj:
+                _count_failure(FailedRequestIn.model_validate(obj), session, number)
+                continue
             item = to_item(obj, number)
         except ValidationError as exc:
             session.issues.append(LineIssue(source, number, _problem(exc)))
             continue
+        if _placeable(item, obj):
+            assert isinstance(item, RequestRecord)
+            sent = obj.get("sent_at")
+            unplaced.append((sent if isinstance(sent, (int, float)) else item.at, item))
+            continue
         kind = StreamKind.MAIN if item.stream == MAIN_STREAM else StreamKind.SUBAGENT
         session.stream(item.stream, kind, source=source).items.append(item)
+    if unplaced:
+        _place(session, unplaced, source)
     return session
+
+
+def _placeable(item: StreamItem, obj: dict[str, Any]) -> bool:
+    return (
+        isinstance(item, RequestRecord)
+        and "stream" not in obj
+        and item.fingerprint is not None
+        and bool(item.fingerprint.message_hashes)
+    )
+
+
+def _place(session: SessionLog, unplaced: list[tuple[float, RequestRecord]], source: str) -> None:
+    from cachediag.ingest.threads import name_threads, split_threads
+
+    # Streams are sequences of requests as sent; the proxy writes them as they complete.
+    unplaced.sort(key=lambda pair: pair[0])
+    for stream_id, kind, items in name_threads(split_threads(r for _, r in unplaced)):
+        stream = session.stream(stream_id, kind, source=source)
+        stream.items.extend(items)
+        stream.items.sort(key=_item_time)
+
+
+def _item_time(item: StreamItem) -> float:
+    return item.at
+
+
+def _count_failure(failed: FailedRequestIn, session: SessionLog, line: int) -> None:
+    if failed.failure in ("http_error", "upstream_unreachable"):
+        session.api_errors += 1
+    else:
+        what = {
+            "cancelled": "cancelled by the client before the answer ended",
+            "upstream_dropped": "the upstream broke off the answer",
+            "no_usage": "the answer carried no readable usage",
+        }[failed.failure]
+        session.issues.append(LineIssue(session.source, line, f"request {what} (no usage)"))

@@ -1,0 +1,242 @@
+"""From one forwarded ``POST /v1/messages`` to one normalised record line, off the hot path.
+
+The forwarder hands over the raw bytes it relayed (an ``Exchange``) once the client has
+its last byte; a single recorder thread parses, fingerprints and appends. The record is
+built by the capture reader itself (``ingest.capture.read_call``), so the proxy's lines
+mean exactly what a claude-trace capture of the same call would. Kept: usage, ids, times,
+status, the server's diagnostics, the fingerprint (hashes, names, counts, lengths) and
+Claude Code's gateway hints. Never kept: prompt or response text, any other header value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import queue
+import sys
+import threading
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from cachediag.ingest.capture import read_call
+from cachediag.ingest.fingerprint import canonical_json
+from cachediag.ingest.lines import BadLine, JsonObject, parse_line
+from cachediag.model import Fingerprint, RequestRecord
+from cachediag.proxy.logfiles import CaptureLog
+
+HINT_HEADERS = {
+    "x-claude-code-request-class": "request_class",
+    "x-claude-code-agent-type": "agent_type",
+    "x-claude-code-compaction": "compaction",
+    "x-claude-code-context-compacted": "context_compacted",
+    "x-claude-code-prompt-id": "prompt_id",
+}
+"""Claude Code's optional gateway hints (``CLAUDE_CODE_GATEWAY_HINT_HEADERS=1``): the only
+request header values a record keeps, as stream and compaction hints."""
+HINT_MAX_CHARS = 128
+
+
+class Failure:
+    """Why a request has no usage; the values of a record's ``failure`` field."""
+
+    HTTP_ERROR = "http_error"
+    UNREACHABLE = "upstream_unreachable"
+    CANCELLED = "cancelled"
+    UPSTREAM_DROPPED = "upstream_dropped"
+    NO_USAGE = "no_usage"
+
+
+@dataclass(slots=True)
+class Exchange:
+    """What the forwarder saw of one messages request: raw bytes, never parsed there."""
+
+    sent_at: float
+    request_body: bytes
+    request_encoding: str = ""
+    betas: str = ""
+    """The ``anthropic-beta`` header as sent (names only reach the record)."""
+    hints: dict[str, str] = field(default_factory=dict)
+    first_byte_at: float | None = None
+    done_at: float | None = None
+    status: int | None = None
+    request_id: str | None = None
+    response_encoding: str = ""
+    chunks: list[bytes] = field(default_factory=list)
+    failure: str | None = None
+
+
+def hint_value(raw: str) -> str:
+    """A hint as stored: printable ASCII, bounded (it reaches terminals and reports)."""
+    return "".join(c for c in raw[:HINT_MAX_CHARS] if " " <= c <= "~")
+
+
+def decode_body(data: bytes, encoding: str) -> bytes:
+    """The body behind a ``Content-Encoding``; ``BadLine`` when it cannot be undone."""
+    codings = [c.strip().lower() for c in encoding.split(",") if c.strip()]
+    for coding in reversed(codings):
+        if coding == "identity":
+            continue
+        try:
+            if coding in ("gzip", "x-gzip"):
+                data = zlib.decompress(data, 16 + zlib.MAX_WBITS)
+            elif coding == "deflate":
+                try:
+                    data = zlib.decompress(data)
+                except zlib.error:  # raw deflate, as some servers send it
+                    data = zlib.decompress(data, -zlib.MAX_WBITS)
+            elif coding == "br" and BROTLI is not None:
+                data = BROTLI.decompress(data)
+            else:
+                raise BadLine(f"body encoded as {coding!r}, which cannot be decoded here")
+        except (zlib.error, OSError, ValueError) as exc:
+            raise BadLine(f"body encoded as {coding!r} does not decode") from exc
+    return data
+
+
+def _brotli() -> Any:
+    try:
+        import brotli  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        try:
+            import brotlicffi as brotli  # type: ignore[import-not-found,unused-ignore,no-redef]
+        except ImportError:
+            return None
+    return brotli
+
+
+BROTLI = _brotli()
+DECODABLE = ("gzip", "deflate", "br") if BROTLI is not None else ("gzip", "deflate")
+"""Content codings the recorder can undo to read usage from a compressed response."""
+
+
+def _request_body(ex: Exchange) -> JsonObject | None:
+    try:
+        body = parse_line(decode_body(ex.request_body, ex.request_encoding))
+    except BadLine:
+        return None
+    return body if isinstance(body.get("messages"), list) else None
+
+
+def _response(ex: Exchange) -> JsonObject:
+    text = decode_body(b"".join(ex.chunks), ex.response_encoding)
+    response: JsonObject = {"status_code": ex.status, "timestamp": ex.done_at}
+    if text.lstrip().startswith((b"event:", b"data:")):
+        response["body_raw"] = text.decode("utf-8", "replace")
+    else:
+        response["body"] = parse_line(text)
+    return response
+
+
+def fingerprint_dict(fp: Fingerprint) -> JsonObject:
+    return {k: v for k, v in dataclasses.asdict(fp).items() if v is not None}
+
+
+def build_record(ex: Exchange) -> JsonObject:
+    """The record line of one exchange (``ingest.records`` reads it back)."""
+    body = _request_body(ex)
+    base: JsonObject = {"at": ex.done_at if ex.done_at is not None else ex.sent_at}
+    base["sent_at"] = ex.sent_at
+    if ex.first_byte_at is not None:
+        base["first_byte_at"] = ex.first_byte_at
+    if ex.status is not None:
+        base["status"] = ex.status
+    failure = ex.failure
+    if failure is None and ex.status is not None and ex.status >= 400:
+        failure = Failure.HTTP_ERROR
+    record: RequestRecord | None = None
+    if failure is None:
+        capture = {
+            "request": {
+                "timestamp": ex.sent_at,
+                "headers": {"anthropic-beta": ex.betas},
+                # A body that is not a Messages request is still forwarded; its usage is
+                # read, its fingerprint is not claimed.
+                "body": body if body is not None else {"messages": []},
+            },
+        }
+        try:
+            capture["response"] = _response(ex)
+            record = read_call(capture, 0).record
+        except BadLine:
+            failure = Failure.NO_USAGE
+    if record is None:
+        out: JsonObject = {**base, "failure": failure}
+        if body is not None and isinstance(body.get("model"), str):
+            out["model"] = body["model"]
+    else:
+        out = {**base, **_usage_fields(record)}
+    if ex.request_id is not None:
+        out["request_id"] = ex.request_id
+    if body is None:
+        out["fingerprint_error"] = "request body is not a JSON Messages request"
+    elif record is not None and record.fingerprint is not None:
+        out["fingerprint"] = fingerprint_dict(record.fingerprint)
+    else:
+        from cachediag.ingest.fingerprint import betas_from_headers, fingerprint_request
+
+        fp = fingerprint_request(body, betas_from_headers({"anthropic-beta": ex.betas}))
+        out["fingerprint"] = fingerprint_dict(fp)
+    if ex.hints:
+        out["hints"] = {k: hint_value(v) for k, v in sorted(ex.hints.items())}
+    return out
+
+
+def _usage_fields(r: RequestRecord) -> JsonObject:
+    out: JsonObject = {
+        "input_tokens": r.input_tokens,
+        "cache_read_tokens": r.cache_read_tokens,
+        "cache_creation_tokens": r.cache_creation_tokens,
+        "output_tokens": r.output_tokens,
+        "ttl": r.ttl,
+    }
+    if r.cache_creation_5m_tokens is not None:
+        out["cache_creation_5m"] = r.cache_creation_5m_tokens
+    if r.cache_creation_1h_tokens is not None:
+        out["cache_creation_1h"] = r.cache_creation_1h_tokens
+    for key in ("model", "message_id"):
+        value = getattr(r, key)
+        if value is not None:
+            out[key] = value
+    if r.applied_edits:
+        out["applied_edits"] = r.applied_edits
+    if r.server_reason is not None:
+        reason: JsonObject = {"type": r.server_reason.type}
+        if r.server_reason.missed_tokens is not None:
+            reason["missed_tokens"] = r.server_reason.missed_tokens
+        out["server_reason"] = reason
+    return out
+
+
+class Recorder:
+    """One thread that turns exchanges into lines, so the event loop only enqueues."""
+
+    def __init__(self, log: CaptureLog) -> None:
+        self.log = log
+        self.written = 0
+        self.failed = 0
+        self._queue: queue.SimpleQueue[Exchange | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="cachediag-recorder", daemon=True)
+        self._thread.start()
+
+    def submit(self, ex: Exchange) -> None:
+        self._queue.put(ex)
+
+    def close(self) -> None:
+        """Write everything submitted so far, then stop."""
+        self._queue.put(None)
+        self._thread.join()
+        self.log.close()
+
+    def _run(self) -> None:
+        while (ex := self._queue.get()) is not None:
+            try:
+                line = canonical_json(build_record(ex))
+                self.log.append(line, ex.done_at)
+                self.written += 1
+            except Exception as exc:  # a record lost must never stop the recorder
+                self.failed += 1
+                # The exception's type only: its message could quote a body.
+                print(
+                    f"cachediag proxy: a record was not written ({type(exc).__name__})",
+                    file=sys.stderr,
+                )

@@ -1,0 +1,263 @@
+"""A scripted fake Anthropic API on 127.0.0.1 and the proxy in front of it, for the tests.
+
+The upstream runs in a thread with its own event loop, so tests drive the proxy either in
+their own loop (``serve``) or as the installed command in a subprocess. It keeps what it
+received (method, path with query, headers, body) so tests can check what was forwarded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+from yarl import URL
+
+from cachediag.proxy.server import ProxyConfig, serve
+
+
+@dataclass
+class Seen:
+    method: str
+    path_qs: str
+    headers: list[tuple[str, str]]
+    body: bytes
+
+
+@dataclass
+class Reply:
+    """What the upstream answers: a status, headers, and body chunks sent one by one."""
+
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    chunks: list[bytes] = field(default_factory=list)
+    gate_after_first: threading.Event | None = None
+    """Hold the chunks after the first until this is set (or 5 s pass)."""
+    drop_after: int | None = None
+    """Break the connection after this many chunks."""
+    chunked: bool = True
+
+    @property
+    def body(self) -> bytes:
+        return b"".join(self.chunks)
+
+
+def message(msg_id: str, usage: dict[str, Any], model: str = "claude-opus-4-5") -> dict[str, Any]:
+    return {
+        "id": msg_id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [{"type": "text", "text": "ANSWER-TEXT"}],
+        "stop_reason": "end_turn",
+        "usage": usage,
+    }
+
+
+USAGE = {
+    "input_tokens": 3,
+    "cache_creation_input_tokens": 1200,
+    "cache_read_input_tokens": 9000,
+    "cache_creation": {"ephemeral_5m_input_tokens": 1200, "ephemeral_1h_input_tokens": 0},
+    "output_tokens": 50,
+}
+
+
+def json_reply(msg_id: str, usage: dict[str, Any] = USAGE, request_id: str = "req_1") -> Reply:
+    body = json.dumps(message(msg_id, usage)).encode()
+    return Reply(
+        headers={"Content-Type": "application/json", "request-id": request_id},
+        chunks=[body],
+        chunked=False,
+    )
+
+
+def sse_events(msg_id: str, usage: dict[str, Any] = USAGE) -> list[bytes]:
+    start = {**message(msg_id, {**usage, "output_tokens": 1}), "content": []}
+    text = {"type": "text", "text": ""}
+    delta = {"type": "text_delta", "text": "STREAMED-TEXT"}
+    final = {"output_tokens": usage["output_tokens"]}
+    events: list[tuple[str, dict[str, Any]]] = [
+        ("message_start", {"message": start}),
+        ("content_block_start", {"index": 0, "content_block": text}),
+        ("content_block_delta", {"index": 0, "delta": delta}),
+        ("content_block_stop", {"index": 0}),
+        ("message_delta", {"delta": {"stop_reason": "end_turn"}, "usage": final}),
+        ("message_stop", {}),
+    ]
+    return [
+        f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n".encode()
+        for kind, data in events
+    ]
+
+
+def sse_reply(msg_id: str, usage: dict[str, Any] = USAGE, request_id: str = "req_1") -> Reply:
+    return Reply(
+        headers={"Content-Type": "text/event-stream", "request-id": request_id},
+        chunks=sse_events(msg_id, usage),
+    )
+
+
+def gzip_reply(msg_id: str, request_id: str = "req_gz") -> Reply:
+    body = gzip.compress(json.dumps(message(msg_id, USAGE)).encode())
+    return Reply(
+        headers={
+            "Content-Type": "application/json",
+            "Content-Encoding": "gzip",
+            "request-id": request_id,
+        },
+        chunks=[body[:20], body[20:]],
+    )
+
+
+class FakeUpstream:
+    """``reply_for(seen) -> Reply`` decides each answer; default: a JSON message."""
+
+    def __init__(self, reply_for: Callable[[Seen], Reply] | None = None) -> None:
+        self.reply_for = reply_for or (lambda seen: json_reply("msg_default"))
+        self.seen: list[Seen] = []
+        self.sent_last_at: list[float] = []
+        self.gate_timeouts = 0
+        self._loop = asyncio.new_event_loop()
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+
+    def __enter__(self) -> FakeUpstream:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(10)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop.close()
+
+    @property
+    def url(self) -> URL:
+        return URL(f"http://127.0.0.1:{self.port}")
+
+    async def _start(self) -> None:
+        app = web.Application(client_max_size=1 << 30)
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = self._runner.addresses[0][1]
+
+    async def _stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        seen = Seen(
+            request.method,
+            request.raw_path,
+            [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.raw_headers],
+            body,
+        )
+        self.seen.append(seen)
+        reply = self.reply_for(seen)
+        response = web.StreamResponse(status=reply.status)
+        for name, value in reply.headers.items():
+            response.headers[name] = value
+        if not reply.chunked:
+            response.content_length = len(reply.body)
+        await response.prepare(request)
+        for i, chunk in enumerate(reply.chunks):
+            if reply.drop_after is not None and i == reply.drop_after:
+                assert request.transport is not None
+                request.transport.abort()
+                return response
+            if i == 1 and reply.gate_after_first is not None:
+                opened = await asyncio.to_thread(reply.gate_after_first.wait, 5.0)
+                self.gate_timeouts += not opened
+            await response.write(chunk)
+            if i < len(reply.chunks) - 1:
+                await asyncio.sleep(0)  # let each chunk go out on its own
+        self.sent_last_at.append(time.time())
+        await response.write_eof()
+        return response
+
+
+@asynccontextmanager
+async def proxy_to(upstream: URL, log_dir: Path) -> AsyncIterator[str]:
+    """The proxy in this loop, on a free port; yields its base URL, stops (and flushes)
+    on exit."""
+    stop = asyncio.Event()
+    ready: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    cfg = ProxyConfig(host="127.0.0.1", port=0, upstream=upstream, log_dir=log_dir)
+    task = asyncio.create_task(
+        serve(cfg, stop, lambda host, port: ready.set_result(f"http://{host}:{port}"))
+    )
+    done, _ = await asyncio.wait({task, ready}, return_when=asyncio.FIRST_COMPLETED)
+    if task in done:
+        task.result()  # raises why it could not start
+    try:
+        yield await ready
+    finally:
+        stop.set()
+        await task
+
+
+def records(log_dir: Path) -> list[dict[str, Any]]:
+    out = []
+    for path in sorted(log_dir.glob("*.jsonl")):
+        out.extend(json.loads(line) for line in path.read_text().splitlines() if line)
+    return out
+
+
+def capture_records(path: Path) -> list[dict[str, Any]]:
+    """A claude-trace capture's records in the order their requests were sent."""
+    out = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return sorted(out, key=lambda r: r["request"]["timestamp"])
+
+
+def _upstream_reply(rec: dict[str, Any]) -> Reply:
+    resp = rec["response"]
+    headers = {"request-id": resp.get("headers", {}).get("request-id", "")}
+    if "body_raw" in resp:
+        headers["Content-Type"] = "text/event-stream"
+        text = resp["body_raw"]
+        # One chunk per event, as the API sends them.
+        chunks = [part.encode() + b"\n\n" for part in text.split("\n\n") if part.strip()]
+    else:
+        headers["Content-Type"] = "application/json"
+        chunks = [json.dumps(resp["body"]).encode()]
+    return Reply(status=resp.get("status_code", 200), headers=headers, chunks=chunks)
+
+
+async def replay_capture(path: Path, log_dir: Path) -> None:
+    """Send every request of a capture through the proxy, one after the other, to an
+    upstream that answers each with the capture's own response."""
+    import aiohttp
+
+    recs = capture_records(path)
+    queue = [_upstream_reply(r) for r in recs]
+    with FakeUpstream(lambda seen: queue.pop(0)) as up:
+        async with proxy_to(up.url, log_dir) as base, aiohttp.ClientSession() as session:
+            for rec in recs:
+                req = rec["request"]
+                url = URL(req["url"])
+                headers = {
+                    k: v
+                    for k, v in req.get("headers", {}).items()
+                    if k.lower() not in ("content-length", "host")
+                }
+                target = URL(base + url.raw_path_qs, encoded=True)
+                body = json.dumps(req["body"]).encode()
+                async with session.request(
+                    req.get("method", "POST"), target, data=body, headers=headers
+                ) as resp:
+                    await resp.read()
