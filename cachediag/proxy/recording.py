@@ -128,7 +128,10 @@ def _response(ex: Exchange) -> JsonObject:
 
 
 def fingerprint_dict(fp: Fingerprint) -> JsonObject:
-    return {k: v for k, v in dataclasses.asdict(fp).items() if v is not None}
+    """The record's ``fingerprint``: what the body showed (``joined`` is for readers)."""
+    return {
+        k: v for k, v in dataclasses.asdict(fp).items() if v is not None and k != "joined"
+    }
 
 
 def build_record(ex: Exchange) -> JsonObject:
