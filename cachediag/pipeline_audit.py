@@ -9,12 +9,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Generic, TypeVar
 
 from cachediag.analysis.audit import Audit, SessionAudit, audit_session
 from cachediag.analysis.session import SessionAnalysis
 from cachediag.model import LineIssue
 from cachediag.pipeline import Run
 from cachediag.pricing import price_function
+
+T = TypeVar("T")
 
 
 @dataclass(slots=True, frozen=True)
@@ -26,25 +29,30 @@ class AuditOptions:
 
 
 @dataclass(slots=True)
-class AuditRun:
+class AuditRun(Generic[T]):
     audit: Audit
     pricing_source: str
     sessions_read: int = 0
     errors: list[str] = field(default_factory=list)
     issues: list[LineIssue] = field(default_factory=list)
+    kept: list[T] = field(default_factory=list)
+    """What ``keep`` made of each session that has requests in the window, in input order."""
 
 
 @dataclass(slots=True, frozen=True)
-class AuditRender:
-    """One analysed session -> its small ``SessionAudit`` (built in the worker process)."""
+class AuditRender(Generic[T]):
+    """One analysed session -> its small ``SessionAudit`` (built in the worker process),
+    and what ``keep`` makes of it there too."""
 
     options: AuditOptions
+    keep: Callable[[SessionAnalysis], T] | None = None
 
-    def __call__(self, analysis: SessionAnalysis) -> SessionAudit:
+    def __call__(self, analysis: SessionAnalysis) -> tuple[SessionAudit, T | None]:
         o = self.options
-        return audit_session(
+        audited = audit_session(
             analysis, price_function(o.pricing_file), since=o.since, until=o.until, top=o.top
         )
+        return audited, None if self.keep is None else self.keep(analysis)
 
 
 def run_audit(
@@ -54,12 +62,17 @@ def run_audit(
     on_start: Callable[[int], None] | None = None,
     on_done: Callable[[], None] | None = None,
     workers: int | None = None,
-) -> AuditRun:
+    keep: Callable[[SessionAnalysis], T] | None = None,
+) -> AuditRun[T]:
     """Audit every session under ``paths`` with the reading of ``cachediag analyze``
-    (same discovery, deduplication across continued sessions and worker processes)."""
+    (same discovery, deduplication across continued sessions and worker processes).
+
+    ``keep`` (it must pickle) runs on each analysed session in the process that read it;
+    what it returns is kept in ``AuditRun.kept`` for the sessions the audit counts.
+    """
     from cachediag.pricing import pricing_source
 
-    run = AuditRun(Audit(top=options.top), pricing_source(options.pricing_file))
+    run: AuditRun[T] = AuditRun(Audit(top=options.top), pricing_source(options.pricing_file))
     reading = Run(jobs=workers)
     started = False
 
@@ -72,9 +85,11 @@ def run_audit(
             on_done()
 
     reading.on_progress = progress
-    for session in reading.rendered(paths, None, 0.0, AuditRender(options)):
+    for session, kept in reading.rendered(paths, None, 0.0, AuditRender(options, keep)):
         run.sessions_read += 1
         run.audit.add(session)
+        if kept is not None and session.totals.requests:
+            run.kept.append(kept)
     run.errors.extend(reading.errors)
     run.issues.extend(reading.issues)
     run.audit.sessions.sort(key=lambda s: (s.first_at or 0.0, s.session_id))

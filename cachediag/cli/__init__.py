@@ -19,6 +19,7 @@ COMMANDS = {
     "audit": "cachediag.cli.audit:audit",
     "explain": "cachediag.cli.explain:explain",
     "proxy": "cachediag.cli.proxy:proxy",
+    "report": "cachediag.cli.report:report",
     "schema": "cachediag.cli.schema:schema",
     "statusline": "cachediag.cli.statusline:statusline",
     "watch": "cachediag.cli.watch:watch",

@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from cachediag.cli.common import CachediagError, pricing_option, report_issues
+
+if TYPE_CHECKING:
+    from cachediag.analysis.session import SessionAnalysis
+    from cachediag.pipeline_audit import AuditRun
+
+F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 BY_CHOICES = ["session", "project", "day", "model", "cause", "stream-kind"]
 
@@ -53,8 +60,88 @@ def _progress(enabled: bool) -> Iterator[tuple[Any, Any]]:
         yield (lambda n: bar.update(task, total=n, refresh=True)), advance
 
 
+def audit_inputs(command: F) -> F:
+    """The inputs, window, prices and reading of an audit; ``report`` takes the same.
+
+    The decorated function receives ``paths``, ``since``, ``until``, ``top``,
+    ``pricing_file``, ``progress`` and ``jobs``; ``read_audit`` turns them into a run.
+    """
+    options = [
+        click.argument("paths", nargs=-1, type=click.Path(path_type=Path)),
+        click.option(
+            "--since", type=click.DateTime(["%Y-%m-%d"]), help="Requests from this UTC day on."
+        ),
+        click.option(
+            "--until",
+            type=click.DateTime(["%Y-%m-%d"]),
+            help="Requests up to and including this UTC day.",
+        ),
+        click.option(
+            "--top",
+            type=click.IntRange(min=0),
+            default=10,
+            show_default=True,
+            help="How many of the most expensive misses to list.",
+        ),
+        pricing_option,
+        click.option(
+            "--progress/--no-progress",
+            default=None,
+            help="Progress bar on stderr (default: when stderr is a terminal).",
+        ),
+        click.option(
+            "--jobs",
+            type=click.IntRange(min=1),
+            default=None,
+            help="Processes, this one included (default: one per core from 4 MB of input, "
+            "else 1).",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def read_audit(
+    paths: tuple[Path, ...],
+    since: datetime | None,
+    until: datetime | None,
+    top: int,
+    pricing_file: Path | None,
+    progress: bool | None,
+    jobs: int | None,
+    keep: Callable[[SessionAnalysis], T] | None = None,
+) -> AuditRun[T]:
+    """Run the audit the options of ``audit_inputs`` ask for (``keep``: see ``run_audit``)."""
+    from cachediag.pipeline import default_paths
+    from cachediag.pipeline_audit import AuditOptions, run_audit
+
+    options = AuditOptions(
+        since=_epoch(since), until=_epoch(until, end=True), top=top, pricing_file=pricing_file
+    )
+    show = sys.stderr.isatty() if progress is None else progress
+    with _progress(show) as (on_start, on_done):
+        return run_audit(
+            list(paths) or default_paths(),
+            options,
+            on_start=on_start,
+            on_done=on_done,
+            workers=jobs,
+            keep=keep,
+        )
+
+
+def report_run_errors(run: AuditRun[Any]) -> None:
+    """Skipped lines on stderr, then the run's errors (the last one fails the command)."""
+    report_issues(run.issues)
+    if run.errors:
+        for message in run.errors[:-1]:
+            click.echo(f"Error: {message}", err=True)
+        raise CachediagError(run.errors[-1])
+
+
 @click.command()
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@audit_inputs
 @click.option(
     "--by",
     "by",
@@ -63,32 +150,9 @@ def _progress(enabled: bool) -> Iterator[tuple[Any, Any]]:
     show_default=True,
     help="Break totals down by this.",
 )
-@click.option("--since", type=click.DateTime(["%Y-%m-%d"]), help="Requests from this UTC day on.")
-@click.option(
-    "--until", type=click.DateTime(["%Y-%m-%d"]), help="Requests up to and including this UTC day."
-)
-@click.option(
-    "--top",
-    type=click.IntRange(min=0),
-    default=10,
-    show_default=True,
-    help="How many of the most expensive misses to list.",
-)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (see --schema).")
 @click.option("--csv", "as_csv", is_flag=True, help="CSV: a header row, then one row per group.")
 @click.option("--schema", is_flag=True, help="Print the JSON Schema of --json output and exit.")
-@pricing_option
-@click.option(
-    "--progress/--no-progress",
-    default=None,
-    help="Progress bar on stderr (default: when stderr is a terminal).",
-)
-@click.option(
-    "--jobs",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Processes, this one included (default: one per core from 4 MB of input, else 1).",
-)
 def audit(
     paths: tuple[Path, ...],
     by: str,
@@ -123,22 +187,9 @@ def audit(
         return
     if as_json and as_csv:
         raise click.UsageError("--json and --csv are exclusive")
-    from cachediag.pipeline import default_paths
-    from cachediag.pipeline_audit import AuditOptions, run_audit
     from cachediag.report.audit import build_report
 
-    options = AuditOptions(
-        since=_epoch(since), until=_epoch(until, end=True), top=top, pricing_file=pricing_file
-    )
-    show = sys.stderr.isatty() if progress is None else progress
-    with _progress(show) as (on_start, on_done):
-        run = run_audit(
-            list(paths) or default_paths(),
-            options,
-            on_start=on_start,
-            on_done=on_done,
-            workers=jobs,
-        )
+    run: AuditRun[None] = read_audit(paths, since, until, top, pricing_file, progress, jobs)
     report = build_report(
         run.audit,
         GroupBy(by),
@@ -161,8 +212,4 @@ def audit(
             click.echo("No sessions found.", err=True)
         else:
             Console().print(audit_tables(report))
-    report_issues(run.issues)
-    if run.errors:
-        for message in run.errors[:-1]:
-            click.echo(f"Error: {message}", err=True)
-        raise CachediagError(run.errors[-1])
+    report_run_errors(run)

@@ -1,0 +1,484 @@
+/* cachediag report: draws the embedded data with ECharts. Every string that came from a
+   log is put into the page with textContent, or through esc() into tooltip markup. */
+(function () {
+  "use strict";
+  var DATA = JSON.parse(document.getElementById("cachediag-data").textContent);
+  var OV = DATA.overview;
+  var SESSIONS = DATA.sessions;
+  var COLORS = {
+    read: "#2da44e", written: "#e16f24", uncached: "#8c959f", miss: "#cf222e",
+    expected: "#8250df", model: "#0969da", alive: "rgba(45,164,78,0.10)",
+    expired: "rgba(207,34,46,0.13)", rest: "#54aeff", rebuild: "#8250df"
+  };
+  var charts = [];
+  var timeline = null;
+
+  // ---- formatting (the same shapes as the terminal tables) ----
+  function esc(value) {
+    return String(value).replace(/[&<>"']/g, function (c) {
+      return { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c];
+    });
+  }
+  function tokens(n) { return n == null ? "-" : Number(n).toLocaleString("en-US"); }
+  function usd(v, digits) {
+    if (v == null) return "unpriced";
+    return "$" + Number(v).toLocaleString("en-US", {
+      minimumFractionDigits: digits || 2, maximumFractionDigits: digits || 2
+    });
+  }
+  function share(v) { return v == null ? "-" : (v * 100).toFixed(1) + "%"; }
+  function pad(n) { return (n < 10 ? "0" : "") + n; }
+  function duration(s) {
+    if (s == null) return "-";
+    s = Math.round(s);
+    if (s < 60) return s + "s";
+    if (s < 3600) return Math.floor(s / 60) + "m" + pad(s % 60) + "s";
+    return Math.floor(s / 3600) + "h" + pad(Math.floor((s % 3600) / 60)) + "m";
+  }
+  function utc(at, withDate) {
+    if (at == null) return "-";
+    var iso = new Date(at * 1000).toISOString();
+    return withDate ? iso.slice(0, 10) + " " + iso.slice(11, 19) : iso.slice(11, 19);
+  }
+  function compact(n) {
+    if (n >= 1e6) return (n / 1e6).toFixed(n >= 1e7 ? 0 : 1) + "M";
+    if (n >= 1e3) return (n / 1e3).toFixed(n >= 1e4 ? 0 : 1) + "k";
+    return String(n);
+  }
+  function el(tag, attrs, children) {
+    var node = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (k) {
+      if (k === "text") node.textContent = attrs[k];
+      else if (k === "class") node.className = attrs[k];
+      else node.setAttribute(k, attrs[k]);
+    });
+    (children || []).forEach(function (c) { if (c != null) node.appendChild(c); });
+    return node;
+  }
+  function fillTable(table, head, rows) {
+    table.textContent = "";
+    var tr = el("tr");
+    head.forEach(function (h) {
+      tr.appendChild(el("th", { text: h[0], class: h[1] || "", scope: "col" }));
+    });
+    table.appendChild(el("thead", {}, [tr]));
+    var body = el("tbody");
+    rows.forEach(function (r) { body.appendChild(r); });
+    table.appendChild(body);
+  }
+  function causeText(e) {
+    if (e.outcome === "expected") return "expected (" + (e.announced || "rebuild") + ")";
+    var text = (e.causes && e.causes.length) ? e.causes.join(", ") : "unknown";
+    var extras = [];
+    if (e.tools_added && e.tools_added.length) extras.push("+" + e.tools_added.join(","));
+    if (e.tools_removed && e.tools_removed.length) extras.push("-" + e.tools_removed.join(","));
+    if (e.system_char_delta != null) {
+      extras.push("system " + (e.system_char_delta >= 0 ? "+" : "") + e.system_char_delta + " chars");
+    }
+    if (extras.length) text += " (" + extras.join("; ") + ")";
+    if (e.cause_source && e.cause_source !== "inferred") text += " [" + e.cause_source + "]";
+    return text;
+  }
+  function newChart(node) {
+    var chart = echarts.init(node, null, { renderer: "canvas" });
+    charts.push(chart);
+    return chart;
+  }
+
+  // ---- overview: totals, spend by cause and by day, top misses, what-if ----
+  function drawOverview() {
+    var t = OV.totals;
+    document.getElementById("meta").textContent =
+      OV.sessions + " session(s), " + utc(OV.first_at, true).slice(0, 16) + " to " +
+      utc(OV.last_at, true).slice(0, 16) + " UTC" +
+      (OV.since || OV.until ? " · window " + (OV.since || "…") + " to " + (OV.until || "…") : "") +
+      " · prices: " + OV.pricing_source;
+    var cards = [
+      ["sessions", String(OV.sessions)], ["requests", tokens(t.requests)],
+      ["cost", usd(t.cost_usd) + (t.unpriced_requests ? "*" : "")],
+      ["misses", tokens(t.misses) + " · " + usd(t.miss_cost_usd)],
+      ["expected rebuilds", tokens(t.expected_rebuilds) + " · " + usd(t.rebuild_cost_usd)],
+      ["re-caching share of spend", share(t.recache_share)],
+      ["tokens read from cache", compact(t.cache_read_tokens)],
+      ["tokens written to cache", compact(t.cache_creation_tokens)]
+    ];
+    var box = document.getElementById("totals");
+    cards.forEach(function (c) {
+      box.appendChild(el("div", { class: "card" }, [
+        el("div", { class: "v", text: c[1] }), el("div", { class: "k", text: c[0] })
+      ]));
+    });
+    if (OV.unpriced_models && OV.unpriced_models.length) {
+      box.appendChild(el("p", { class: "dim", text: "* " + tokens(t.unpriced_requests) +
+        " request(s) unpriced (no price for " + OV.unpriced_models.join(", ") + "): not counted" }));
+    }
+    drawByCause();
+    drawByDay();
+    drawWhatIf();
+    drawTopMisses();
+  }
+
+  function moneyAxis() {
+    return { type: "value", axisLabel: { formatter: function (v) { return "$" + v; } } };
+  }
+
+  function drawByCause() {
+    var rows = OV.by_cause.slice().reverse();
+    var chart = newChart(document.getElementById("chart-cause"));
+    function part(row, recache) {
+      var re = row.miss_cost_usd + row.rebuild_cost_usd;
+      return recache ? re : Math.max(0, row.cost_usd - re);
+    }
+    chart.setOption({
+      animation: false,
+      grid: { left: 150, right: 24, top: 30, bottom: 24 },
+      legend: { top: 0, data: ["re-caching", "other spend"] },
+      tooltip: {
+        trigger: "axis", axisPointer: { type: "shadow" }, confine: true,
+        formatter: function (ps) {
+          var row = rows[ps[0].dataIndex];
+          return "<b>" + esc(row.key) + "</b><br>" + tokens(row.requests) + " requests · " +
+            tokens(row.misses) + " misses<br>cost " + usd(row.cost_usd) + "<br>re-caching " +
+            usd(row.miss_cost_usd + row.rebuild_cost_usd) + " (" + share(row.recache_share) + ")";
+        }
+      },
+      xAxis: moneyAxis(),
+      yAxis: { type: "category", data: rows.map(function (r) { return r.key; }),
+               axisLabel: { width: 140, overflow: "truncate" } },
+      series: [
+        { name: "re-caching", type: "bar", stack: "c", color: COLORS.miss,
+          data: rows.map(function (r) { return part(r, true); }) },
+        { name: "other spend", type: "bar", stack: "c", color: COLORS.rest,
+          data: rows.map(function (r) { return part(r, false); }) }
+      ]
+    });
+  }
+
+  function drawByDay() {
+    var rows = OV.by_day;
+    var chart = newChart(document.getElementById("chart-day"));
+    chart.setOption({
+      animation: false,
+      grid: { left: 60, right: 24, top: 30, bottom: 60 },
+      legend: { top: 0, data: ["misses", "expected rebuilds", "other spend"] },
+      tooltip: {
+        trigger: "axis", axisPointer: { type: "shadow" }, confine: true,
+        formatter: function (ps) {
+          var row = rows[ps[0].dataIndex];
+          return "<b>" + esc(row.key) + "</b> (UTC)<br>" + tokens(row.requests) + " requests<br>cost " +
+            usd(row.cost_usd) + "<br>misses " + tokens(row.misses) + ": " + usd(row.miss_cost_usd) +
+            "<br>rebuilds " + tokens(row.expected_rebuilds) + ": " + usd(row.rebuild_cost_usd);
+        }
+      },
+      dataZoom: rows.length > 31 ? [{ type: "inside" }, { type: "slider", height: 18, bottom: 4 }] : [],
+      xAxis: { type: "category", data: rows.map(function (r) { return r.key; }) },
+      yAxis: moneyAxis(),
+      series: [
+        { name: "misses", type: "bar", stack: "d", color: COLORS.miss,
+          data: rows.map(function (r) { return r.miss_cost_usd; }) },
+        { name: "expected rebuilds", type: "bar", stack: "d", color: COLORS.rebuild,
+          data: rows.map(function (r) { return r.rebuild_cost_usd; }) },
+        { name: "other spend", type: "bar", stack: "d", color: COLORS.rest,
+          data: rows.map(function (r) {
+            return Math.max(0, r.cost_usd - r.miss_cost_usd - r.rebuild_cost_usd);
+          }) }
+      ]
+    });
+  }
+
+  function drawWhatIf() {
+    var w = OV.whatif;
+    var labels = OV.policy_labels || {};
+    var actual = w.policies[0].cost_usd;
+    var chart = newChart(document.getElementById("chart-whatif"));
+    chart.setOption({
+      animation: false,
+      grid: { left: 200, right: 90, top: 10, bottom: 24 },
+      tooltip: {
+        trigger: "item", confine: true,
+        formatter: function (p) {
+          var pol = w.policies[p.dataIndex];
+          var delta = pol.cost_usd - actual;
+          return "<b>" + esc(labels[pol.policy] || pol.policy) + "</b><br>cost " + usd(pol.cost_usd) +
+            (p.dataIndex ? " (" + (delta >= 0 ? "+" : "-") + usd(Math.abs(delta)) + " vs actual)" : "") +
+            "<br>misses " + tokens(pol.misses) + "<br>keep-alive requests " +
+            tokens(pol.keep_alive_requests);
+        }
+      },
+      xAxis: moneyAxis(),
+      yAxis: { type: "category", inverse: true,
+               data: w.policies.map(function (p) { return labels[p.policy] || p.policy; }) },
+      series: [{
+        type: "bar",
+        data: w.policies.map(function (p) {
+          var color = p.policy === w.best ? COLORS.read : (p.policy === "as_happened" ? COLORS.uncached : COLORS.rest);
+          return { value: p.cost_usd, itemStyle: { color: color } };
+        }),
+        label: { show: true, position: "right", formatter: function (p) { return usd(p.value); } }
+      }]
+    });
+    document.getElementById("recommendation").textContent = "Recommendation: " + w.recommendation;
+  }
+
+  function sessionLink(sessionId) {
+    for (var i = 0; i < SESSIONS.length; i++) if (SESSIONS[i].session_id === sessionId) return i;
+    return -1;
+  }
+
+  function drawTopMisses() {
+    var table = document.getElementById("top-misses");
+    if (!OV.top_misses.length) {
+      table.hidden = true;
+      document.getElementById("top-misses-empty").hidden = false;
+      return;
+    }
+    var rows = OV.top_misses.map(function (m) {
+      var n = sessionLink(m.session_id);
+      var link = el("a", { href: "#session=" + n + "&miss=" + encodeURIComponent(m.stream + ":" + m.index),
+                           text: m.session_id.slice(0, 8), title: m.session_id });
+      return el("tr", {}, [
+        el("td", { class: "num", text: usd(m.cost_usd) }),
+        el("td", { text: utc(m.at, true) }),
+        el("td", {}, [link]),
+        el("td", { text: m.stream }),
+        el("td", { class: "num", text: duration(m.gap_s) }),
+        el("td", { class: "num", text: tokens(m.reprocessed_tokens) }),
+        el("td", { text: m.causes.join(", ") })
+      ]);
+    });
+    fillTable(table, [["cost", "num"], ["time (UTC)"], ["session"], ["stream"], ["gap", "num"],
+                      ["re-processed", "num"], ["cause"]], rows);
+  }
+
+  // ---- one session: picker, summary, timeline lanes, miss table ----
+  function drawPicker() {
+    var picker = document.getElementById("session-picker");
+    SESSIONS.forEach(function (s, i) {
+      var misses = s.events.filter(function (e) { return e.outcome === "miss"; }).length;
+      var label = utc(s.first_at, true).slice(0, 16) + " · " + s.session_id.slice(0, 8) +
+        (s.project ? " · " + s.project : "") + " · " + usd(s.cost ? s.cost.cost_usd : null) +
+        " · " + misses + " miss" + (misses === 1 ? "" : "es");
+      picker.appendChild(el("option", { value: String(i), text: label }));
+    });
+    picker.addEventListener("change", function () {
+      location.hash = "session=" + picker.value;
+    });
+  }
+
+  function drawSession(n, focus) {
+    var s = SESSIONS[n];
+    document.getElementById("session-picker").value = String(n);
+    document.getElementById("session-meta").textContent = s.session_id + " · " + s.source +
+      " · " + s.format + (s.project ? " · project " + s.project : "") + " · " +
+      utc(s.first_at, true).slice(0, 16) + " - " + utc(s.last_at, true).slice(0, 16) + " UTC";
+    var summary = document.getElementById("session-summary");
+    summary.textContent = "";
+    s.summaries.forEach(function (line, i) {
+      summary.appendChild(el("div", { class: i ? "sub" : "", text: line }));
+      if (i === 0 && s.cost_line) summary.appendChild(el("div", { text: s.cost_line }));
+    });
+    var notes = [];
+    if (s.notes.api_errors) notes.push(s.notes.api_errors + " API error line(s) not counted");
+    if (s.notes.replayed_responses) notes.push(s.notes.replayed_responses + " response(s) counted in an earlier session's file");
+    if (s.notes.non_model_calls) notes.push(s.notes.non_model_calls + " non-model call(s) passed over");
+    if (s.notes.skipped_lines) notes.push(s.notes.skipped_lines + " line(s) skipped");
+    if (notes.length) summary.appendChild(el("div", { class: "sub", text: notes.join("; ") }));
+    drawTimeline(s);
+    drawMissTable(s, focus);
+  }
+
+  function drawMissTable(s, focus) {
+    var table = document.getElementById("miss-table");
+    var empty = !s.events.length;
+    table.hidden = empty;
+    document.getElementById("miss-table-empty").hidden = !empty;
+    var focused = null;
+    var rows = s.events.map(function (e) {
+      var named = e.outcome === "expected" || (e.causes && e.causes.length && e.causes[0] !== "unknown");
+      var tr = el("tr", {
+        class: e.outcome + (named ? "" : " unnamed"), id: "miss-" + e.stream + "-" + e.index,
+        "data-stream": e.stream, "data-index": String(e.index), "data-at": String(e.at),
+        "data-outcome": e.outcome, "data-causes": (e.causes || []).join(",")
+      }, [
+        el("td", { text: e.stream }),
+        el("td", { class: "num", text: String(e.index) }),
+        el("td", { class: "time", text: utc(e.at, true) }),
+        el("td", { class: "num", text: duration(e.gap_s) }),
+        el("td", { class: "num", text: tokens(e.reprocessed_tokens) }),
+        el("td", { class: "num", text: usd(e.miss_cost_usd) }),
+        el("td", { class: "cause", text: causeText(e) }),
+        el("td", { text: e.read_tokens == null ? "" : tokens(e.read_tokens) + "/" + tokens(e.prev_cached_tokens) +
+          (e.model_before && e.model_before !== e.model ? "; model " + e.model_before + " -> " + e.model : "") })
+      ]);
+      if (focus && focus === e.stream + ":" + e.index) { tr.classList.add("focus"); focused = tr; }
+      return tr;
+    });
+    fillTable(table, [["stream"], ["#", "num"], ["time (UTC)"], ["gap", "num"], ["redone", "num"],
+                      ["cost", "num"], ["cause"], ["read/cached"]], rows);
+    if (focused) focused.scrollIntoView({ block: "center" });
+  }
+
+  function laneSeries(lane, k, s) {
+    var c = lane.columns;
+    var series = [];
+    function bars(name, key, color) {
+      return {
+        name: name, type: "bar", stack: "lane" + k, xAxisIndex: k, yAxisIndex: k,
+        color: color, barMaxWidth: 10, barMinWidth: 1, large: c.at.length > 3000,
+        data: c.at.map(function (at, i) { return [at * 1000, c[key][i], i]; })
+      };
+    }
+    var read = bars("read", "read", COLORS.read);
+    read.markArea = {
+      silent: false, label: { show: false },
+      data: lane.windows.map(function (w) {
+        return [{ xAxis: w[0] * 1000, name: w[2] + " " + w[0] + " " + w[1],
+                  itemStyle: { color: w[2] === "alive" ? COLORS.alive : COLORS.expired } },
+                { xAxis: w[1] * 1000 }];
+      })
+    };
+    var marks = [];
+    lane.announced.forEach(function (a) {
+      marks.push({ xAxis: a[0] * 1000, name: "announced " + a[1],
+                   lineStyle: { color: COLORS.expected, type: "dashed" }, label: { formatter: a[1] } });
+    });
+    s.switches.forEach(function (sw) {
+      if (sw.stream !== lane.id) return;
+      marks.push({ xAxis: sw.at * 1000, name: "model " + (sw.before || "?") + " -> " + (sw.after || "?"),
+                   lineStyle: { color: COLORS.model }, label: { formatter: "model: " + (sw.after || "?") } });
+    });
+    var uncached = bars("uncached", "input", COLORS.uncached);
+    uncached.markLine = {
+      symbol: ["none", "none"], silent: false, animation: false,
+      label: { position: "insideEndTop", fontSize: 10, color: "#333" }, data: marks
+    };
+    series.push(read, bars("written", "written", COLORS.written), uncached);
+    var events = s.events.filter(function (e) { return e.stream === lane.id; });
+    var pos = {};
+    c.index.forEach(function (idx, i) { pos[idx] = i; });
+    series.push({
+      name: "events", type: "scatter", xAxisIndex: k, yAxisIndex: k, symbol: "pin", symbolSize: 26,
+      z: 5,
+      data: events.map(function (e) {
+        var i = pos[e.index];
+        var total = c.read[i] + c.written[i] + c.input[i];
+        return { value: [e.at * 1000, total, s.events.indexOf(e)],
+                 itemStyle: { color: e.outcome === "miss" ? COLORS.miss : COLORS.expected } };
+      }),
+      label: { show: events.length <= 40, position: "top", fontSize: 10, color: "#333",
+               formatter: function (p) { return causeText(s.events[p.value[2]]); } }
+    });
+    return series;
+  }
+
+  function tooltipFor(s) {
+    return function (p) {
+      if (p.componentType === "markArea") {
+        var parts = String(p.name).split(" ");
+        var start = Number(parts[1]), end = Number(parts[2]);
+        return (parts[0] === "alive" ? "cache alive" : "<b>cache expired</b> (pause past the TTL)") +
+          "<br>" + utc(start) + " - " + utc(end) + " UTC · " + duration(end - start);
+      }
+      if (p.componentType === "markLine") return esc(p.name) + "<br>" + utc(p.data.xAxis / 1000, true) + " UTC";
+      if (p.seriesName === "events") {
+        var e = s.events[p.value[2]];
+        return "<b>" + esc(e.outcome === "miss" ? "miss" : "expected rebuild") + "</b> · " + esc(e.stream) +
+          " #" + e.index + "<br>" + utc(e.at, true) + " UTC, after " + duration(e.gap_s) +
+          "<br>cause: " + esc(causeText(e)) + "<br>re-processed " + tokens(e.reprocessed_tokens) +
+          " tokens · " + usd(e.miss_cost_usd) + " beyond a hit";
+      }
+      var lane = s.lanes[p.seriesIndex === undefined ? 0 : laneOfSeries[p.seriesIndex]];
+      var c = lane.columns, i = p.data[2];
+      return "<b>" + esc(lane.label) + " #" + c.index[i] + "</b> · " + esc(c.outcome[i]) + "<br>" +
+        utc(c.at[i], true) + " UTC · " + esc(s.models[c.model[i]] || "(no model)") +
+        "<br>read " + tokens(c.read[i]) + " · written " + tokens(c.written[i]) + " · uncached " +
+        tokens(c.input[i]) + "<br>output " + tokens(c.output[i]) + " · cost " + usd(c.cost[i], 4);
+    };
+  }
+  var laneOfSeries = [];
+
+  function drawTimeline(s) {
+    var node = document.getElementById("timeline");
+    var note = document.getElementById("timeline-note");
+    var lanes = s.lanes.filter(function (l) { return l.columns && l.columns.at.length; });
+    if (timeline) { timeline.dispose(); charts.splice(charts.indexOf(timeline), 1); timeline = null; }
+    if (!lanes.length) {
+      node.hidden = true;
+      note.textContent = s.lanes.some(function (l) { return !l.columns; })
+        ? "Timeline left out to keep the file small (only the most expensive sessions keep every request; see --timelines)."
+        : "No requests in the window.";
+      return;
+    }
+    node.hidden = false;
+    note.textContent = "Drag or scroll to zoom; hover a bar, a pin, a band or a line for details. Times in UTC.";
+    var top = 40, mainH = 200, laneH = 70, gap = 34;
+    var grids = [], xAxes = [], yAxes = [], series = [];
+    var t0 = s.first_at * 1000, t1 = s.last_at * 1000;
+    var pad = Math.max(60000, (t1 - t0) * 0.01);
+    laneOfSeries = [];
+    lanes.forEach(function (lane, k) {
+      var h = k ? laneH : mainH;
+      grids.push({ left: 70, right: 40, top: top, height: h });
+      top += h + gap;
+      // containShape off: a lane with one bar would otherwise widen its own axis.
+      xAxes.push({ type: "time", gridIndex: k, min: t0 - pad, max: t1 + pad, containShape: false,
+                   axisLabel: { hideOverlap: true, fontSize: 10 }, splitLine: { show: false } });
+      yAxes.push({ type: "value", gridIndex: k, name: lane.label, nameLocation: "end",
+                   nameTextStyle: { align: "left", fontWeight: "bold", padding: [0, 0, 0, -60] },
+                   splitNumber: k ? 2 : 4, axisLabel: { formatter: compact, fontSize: 10 } });
+      laneSeries(lane, k, s).forEach(function (ser) { laneOfSeries.push(k); series.push(ser); });
+    });
+    var laneRefs = lanes;
+    var sView = { lanes: laneRefs, events: s.events, models: s.models };
+    node.style.height = (top + 40) + "px";
+    timeline = newChart(node);
+    var all = lanes.map(function (_, k) { return k; });
+    timeline.setOption({
+      animation: false,
+      useUTC: true,
+      grid: grids, xAxis: xAxes, yAxis: yAxes, series: series,
+      tooltip: { trigger: "item", confine: true, formatter: tooltipFor(sView) },
+      toolbox: { right: 10, top: 0, feature: { dataZoom: { xAxisIndex: all, yAxisIndex: false }, restore: {} } },
+      dataZoom: [
+        { type: "inside", xAxisIndex: all, filterMode: "none" },
+        { type: "slider", xAxisIndex: all, filterMode: "none", bottom: 8, height: 20 }
+      ]
+    });
+  }
+
+  // ---- navigation: #session=N&miss=stream:index ----
+  function fromHash() {
+    var params = {};
+    location.hash.replace(/^#/, "").split("&").forEach(function (kv) {
+      var i = kv.indexOf("=");
+      if (i > 0) params[kv.slice(0, i)] = decodeURIComponent(kv.slice(i + 1));
+    });
+    var n = parseInt(params.session, 10);
+    return { n: n >= 0 && n < SESSIONS.length ? n : null, miss: params.miss || null };
+  }
+
+  function mostExpensive() {
+    var best = 0;
+    SESSIONS.forEach(function (s, i) {
+      var c = s.cost ? s.cost.cost_usd : 0, b = SESSIONS[best].cost ? SESSIONS[best].cost.cost_usd : 0;
+      if (c > b) best = i;
+    });
+    return best;
+  }
+
+  document.getElementById("generator").textContent = DATA.generator || "cachediag";
+  drawOverview();
+  if (SESSIONS.length) {
+    drawPicker();
+    var h = fromHash();
+    drawSession(h.n === null ? mostExpensive() : h.n, h.miss);
+    window.addEventListener("hashchange", function () {
+      var hh = fromHash();
+      if (hh.n !== null) drawSession(hh.n, hh.miss);
+    });
+  } else {
+    document.getElementById("session").hidden = true;
+  }
+  window.addEventListener("resize", function () { charts.forEach(function (c) { c.resize(); }); });
+  document.body.setAttribute("data-ready", "1");
+})();

@@ -1,0 +1,60 @@
+"""One HTML file from the page data: template, style, script, chart library, data.
+
+Everything is inlined, so the file opens from disk, offline, with no server. A
+Content-Security-Policy forbids every fetch, and only scripts carrying this file's
+nonce run: even a string that slipped past escaping could not execute. Strings from
+logs reach the page only as JSON data (``<``, ``>``, ``&`` escaped so it cannot close
+its ``<script>`` element), and the page's script puts them in as text, never as markup.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import secrets
+from functools import cache
+from importlib.resources import files
+from typing import Any
+
+ECHARTS_VERSION = "6.1.0"
+ECHARTS_FILE = "echarts.common.min.js"
+
+_MARKER = re.compile(r"/\*@(\w+)@\*/")
+
+
+@cache
+def _asset(name: str) -> str:
+    return (files("cachediag.report.html") / "assets" / name).read_text(encoding="utf-8")
+
+
+def embed_json(data: Any) -> str:
+    """JSON that is safe inside ``<script type="application/json">``: no ``</script>``,
+    no ``<!--``, no line separators that old parsers treat as line ends."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    for raw, escaped in (
+        ("&", "\\u0026"),
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
+        text = text.replace(raw, escaped)
+    return text
+
+
+def render_page(data: dict[str, Any], title: str) -> str:
+    """The whole HTML document. ``title`` is plain text (escaped here)."""
+    nonce = secrets.token_urlsafe(18)
+    pieces = {
+        "title": html.escape(title),
+        "nonce": nonce,
+        "css": _asset("report.css"),
+        "data": embed_json(data),
+        "echarts": _asset(ECHARTS_FILE),
+        "echarts_version": ECHARTS_VERSION,
+        "app": _asset("report.js"),
+    }
+    # One pass over the template alone: inserted text (the chart library, the data) is
+    # never scanned for markers.
+    return _MARKER.sub(lambda m: pieces[m.group(1)], _asset("template.html"))

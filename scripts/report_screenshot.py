@@ -1,0 +1,58 @@
+"""Screenshot of an HTML report, for the README: docs/report.png.
+
+    cachediag report fixtures/real/spotter/4d5611e5-241a-462a-8d15-5122611a9569.jsonl \\
+        --output /tmp/cachediag-report.html
+    python scripts/report_screenshot.py /tmp/cachediag-report.html docs/report.png
+
+Opens the file in Debian's Chromium (``apt-get install chromium``) through Playwright
+(``pip install -e '.[report-test]'``), with the same flags as the browser tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("report", type=Path)
+    parser.add_argument("png", type=Path)
+    parser.add_argument("--width", type=int, default=1280)
+    parser.add_argument("--chromium", default="/usr/bin/chromium")
+    parser.add_argument(
+        "--part", default="body", help="CSS selector of what to shoot (default: the whole page)"
+    )
+    args = parser.parse_args()
+
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p, tempfile.TemporaryDirectory() as profile:
+        context = p.chromium.launch_persistent_context(
+            profile,
+            executable_path=args.chromium,
+            headless=True,
+            args=FLAGS,
+            viewport={"width": args.width, "height": 900},
+        )
+        page = context.new_page()
+        page.goto(args.report.resolve().as_uri())
+        page.wait_for_selector("body[data-ready='1']")
+        page.locator(args.part).screenshot(path=str(args.png))
+        context.close()
+    print(f"wrote {args.png}")
+
+
+if __name__ == "__main__":
+    main()

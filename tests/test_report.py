@@ -1,0 +1,212 @@
+"""``cachediag report``: the page data, its embedding, the command. The browser checks
+(rendering, screenshot, no network, injected markup) are in test_report_browser.py."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from cachediag.cli import main
+from cachediag.report.html.data import ttl_windows
+from cachediag.report.html.page import embed_json
+from tests.conftest import REAL, SPOTTER_SESSION
+
+DATA_SCRIPT = re.compile(
+    r'<script id="cachediag-data" type="application/json">(.*?)</script>', re.S
+)
+
+
+def page_of(html: str) -> dict[str, Any]:
+    match = DATA_SCRIPT.search(html)
+    assert match is not None
+    data: dict[str, Any] = json.loads(match.group(1))
+    return data
+
+
+def make_report(*args: str) -> tuple[str, dict[str, Any]]:
+    result = CliRunner().invoke(main, ["report", "--no-progress", "--output", "-", *args])
+    assert result.exit_code == 0, result.output
+    return result.stdout, page_of(result.stdout)
+
+
+def analyze_requests(path: Path) -> dict[str, Any]:
+    result = CliRunner().invoke(main, ["analyze", "--requests", "--now", "0", str(path)])
+    assert result.exit_code == 0, result.output
+    out: dict[str, Any] = json.loads(result.stdout)
+    return out
+
+
+def test_ttl_windows_alive_then_expired() -> None:
+    # 5m entries at 0 and 100 s (touching: one band), a 1000 s pause, then a 1h entry.
+    windows = ttl_windows([0.0, 100.0, 1100.0], ["5m", "5m", "1h"], [True, True, True])
+    assert windows == [
+        (0.0, 400.0, "alive"),
+        (400.0, 1100.0, "expired"),
+        (1100.0, 4700.0, "alive"),
+    ]
+
+
+def test_ttl_windows_skip_requests_without_cache() -> None:
+    assert ttl_windows([0.0, 10.0], ["5m", "5m"], [False, False]) == []
+    # A 1h entry covers a 30-minute pause: no expiry.
+    assert ttl_windows([0.0, 1800.0], ["1h", "1h"], [True, True]) == [(0.0, 5400.0, "alive")]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["</script><script>alert(1)</script>", "<!-- x", "a & b", "\u2028\u2029", "\"quoted\" 'x'"],
+)
+def test_embedded_json_cannot_close_its_element(text: str) -> None:
+    embedded = embed_json({"model": text})
+    assert "<" not in embedded and ">" not in embedded and "&" not in embedded
+    assert "\u2028" not in embedded and "\u2029" not in embedded
+    assert json.loads(embedded) == {"model": text}
+
+
+def test_session_data_is_what_analyze_json_shows() -> None:
+    _, data = make_report(str(SPOTTER_SESSION))
+    obj = analyze_requests(SPOTTER_SESSION)
+    (session,) = data["sessions"]
+    assert session["session_id"] == obj["session_id"]
+    streams = [{"id": "main", "requests": obj["requests"]}, *obj["streams"]]
+    assert [lane["id"] for lane in session["lanes"]] == [s["id"] for s in streams]
+    for lane, stream in zip(session["lanes"], streams, strict=True):
+        requests = stream["requests"]
+        c = lane["columns"]
+        assert c["at"] == [r["at"] for r in requests]
+        assert c["read"] == [r["cache_read_tokens"] for r in requests]
+        assert c["written"] == [r["cache_creation_tokens"] for r in requests]
+        assert c["input"] == [r["input_tokens"] for r in requests]
+        assert c["cost"] == [r["cost_usd"] for r in requests]
+        assert c["outcome"] == [r["outcome"] for r in requests]
+    expected = [
+        (s["id"], r["index"], r["outcome"], r["causes"])
+        for s in streams
+        for r in s["requests"]
+        if r["outcome"] in ("miss", "expected")
+    ]
+    got = [(e["stream"], e["index"], e["outcome"], e["causes"]) for e in session["events"]]
+    assert sorted(got) == sorted(expected)
+    # The three misses and the compaction rebuild the README shows for this session.
+    assert [(e["index"], e["outcome"]) for e in session["events"]] == [
+        (18, "miss"),
+        (61, "expected"),
+        (113, "miss"),
+        (137, "miss"),
+    ]
+    assert session["summaries"][0].startswith("Prompt cache (main): 139 requests")
+    assert session["cost"]["cost_usd"] == obj["cost"]["cost_usd"]
+    # The 19-minute pause before request 113 outlived the 5-minute TTL: an expired band.
+    miss_113 = next(e for e in session["events"] if e["index"] == 113)
+    expired = [w for w in session["lanes"][0]["windows"] if w[2] == "expired"]
+    assert any(abs(w[1] - miss_113["at"]) < 1e-3 for w in expired)
+
+
+def test_no_prompt_text_reaches_the_page() -> None:
+    html, _ = make_report(str(SPOTTER_SESSION))
+    lines = SPOTTER_SESSION.read_text().splitlines()
+    texts = []
+    for line in lines:
+        obj = json.loads(line)
+        content = (obj.get("message") or {}).get("content")
+        if isinstance(content, str) and len(content) > 40:
+            texts.append(content[:40])
+    assert texts, "the fixture should hold prompts to look for"
+    for text in texts:
+        assert json.dumps(text)[1:-1] not in html and text not in html
+
+
+def test_overview_agrees_with_audit_json() -> None:
+    tree = REAL / "spotter"
+    _, data = make_report(str(tree))
+    result = CliRunner().invoke(
+        main, ["audit", "--json", "--no-progress", "--by", "cause", str(tree)]
+    )
+    assert result.exit_code == 0, result.output
+    audit = json.loads(result.stdout)
+    ov = data["overview"]
+    assert ov["totals"] == audit["totals"]
+    assert ov["by_cause"] == audit["groups"]
+    assert ov["top_misses"] == audit["top_misses"]
+    assert ov["whatif"] == audit["whatif"]
+    day = CliRunner().invoke(main, ["audit", "--json", "--no-progress", "--by", "day", str(tree)])
+    assert ov["by_day"] == json.loads(day.stdout)["groups"]
+    assert len(data["sessions"]) == ov["sessions"] == 3
+
+
+def test_window_applies_to_timeline_and_audit() -> None:
+    _, data = make_report("--since", "2026-02-11", str(REAL / "spotter"))
+    assert data["overview"]["since"] == "2026-02-11"
+    assert len(data["sessions"]) == data["overview"]["sessions"] == 1
+    (session,) = data["sessions"]
+    assert all(at >= 1770768000 for at in session["lanes"][0]["columns"]["at"])
+
+
+def test_timelines_limit_keeps_summaries_and_misses() -> None:
+    _, data = make_report("--timelines", "1", str(REAL / "spotter"))
+    kept = [s for s in data["sessions"] if s["lanes"][0]["columns"] is not None]
+    assert [s["session_id"] for s in kept] == ["4d5611e5-241a-462a-8d15-5122611a9569"]
+    assert data["timelines_omitted"] == 2
+    assert all(s["summaries"] for s in data["sessions"])
+    others = [s for s in data["sessions"] if s not in kept]
+    assert sum(len(s["events"]) for s in others) == 1  # tool_heavy's miss is still listed
+
+
+def test_writes_file_and_says_so(tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    result = CliRunner().invoke(
+        main, ["report", "--no-progress", "-o", str(out), str(SPOTTER_SESSION)]
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ""
+    assert re.fullmatch(r"Wrote .*r\.html: 1 session\(s\), 0\.\d\d MB\n", result.stderr)
+    html = out.read_text()
+    assert html.startswith("<!doctype html>") and html.rstrip().endswith("</html>")
+    # Self-contained: no external script, style, font or image in the markup (the
+    # browser test checks that nothing is fetched at run time either).
+    markup = re.sub(r"(<script[^>]*>).*?</script>", r"\1</script>", html, flags=re.S)
+    assert markup.count("<script") == 3
+    assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)=", markup)
+    assert not re.search(r"@import|url\(", markup)
+    assert out.stat().st_size < 2_000_000
+
+
+def test_no_sessions_is_an_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["report", "--no-progress", "-o", "-", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "no session with requests found" in result.stderr
+    assert result.stdout == ""
+
+
+def test_output_is_required() -> None:
+    result = CliRunner().invoke(main, ["report", str(SPOTTER_SESSION)])
+    assert result.exit_code == 2
+    assert "--output" in result.stderr
+
+
+def test_unwritable_output_is_a_clear_error(tmp_path: Path) -> None:
+    target = tmp_path / "missing-dir" / "r.html"
+    result = CliRunner().invoke(
+        main, ["report", "--no-progress", "-o", str(target), str(SPOTTER_SESSION)]
+    )
+    assert result.exit_code == 1
+    assert "cannot write the report" in result.stderr
+
+
+def test_other_commands_do_not_import_the_report_room() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from click.testing import CliRunner; from cachediag.cli import main; "
+        f"CliRunner().invoke(main, ['audit', '--no-progress', {str(SPOTTER_SESSION)!r}]); "
+        "CliRunner().invoke(main, ['analyze', '--json', {0!r}]); "
+        "print(any(m.startswith('cachediag.report.html') for m in sys.modules))"
+    ).replace("{0!r}", repr(str(SPOTTER_SESSION)))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -1,0 +1,221 @@
+"""The HTML report in a real headless Chromium (Debian's ``chromium`` package), driven
+by Playwright: it renders without console errors, draws something, shows every miss of
+the corpus session with its cause and time, fetches nothing, and runs no injected markup.
+
+CI installs Chromium and the ``report-test`` extra (.ci/run), so there these tests run;
+elsewhere they skip with the reason when either is missing.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from cachediag.cli import main
+from tests.conftest import RULES, SPOTTER_SESSION
+
+CHROMIUM = os.environ.get("CACHEDIAG_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+LAUNCH_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+INJECTED = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
+
+
+def _missing() -> str | None:
+    try:
+        import PIL  # noqa: F401
+        import playwright  # noqa: F401
+    except ImportError:
+        return "playwright or pillow not installed (pip install -e '.[report-test]')"
+    if not Path(CHROMIUM).is_file():
+        return f"no Chromium at {CHROMIUM} (apt-get install chromium)"
+    return None
+
+
+MISSING = _missing()
+if MISSING is not None and os.environ.get("CI"):
+    # CI installs both: a skip there would hide a broken install step.
+    raise RuntimeError(f"report browser tests cannot run in CI: {MISSING}")
+pytestmark = pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p, tempfile.TemporaryDirectory() as profile:
+        # A new, empty profile: no extensions, no state from an earlier run.
+        context = p.chromium.launch_persistent_context(
+            profile,
+            executable_path=CHROMIUM,
+            headless=True,
+            args=LAUNCH_FLAGS,
+            viewport={"width": 1400, "height": 900},
+        )
+        yield context
+        context.close()
+
+
+class Opened:
+    """A page loaded from disk, with what it logged and every request it made."""
+
+    def __init__(self, context: Any, path: Path) -> None:
+        self.console: list[tuple[str, str]] = []
+        self.requests: list[str] = []
+        self.page = context.new_page()
+        self.page.on("console", lambda m: self.console.append((m.type, m.text)))
+        self.page.on("pageerror", lambda e: self.console.append(("pageerror", str(e))))
+        # Every request goes through here; anything but the file itself is refused.
+        self.page.route("**/*", self._route)
+        self.url = path.resolve().as_uri()
+        self.page.goto(self.url)
+        self.page.wait_for_selector("body[data-ready='1']", timeout=20_000)
+
+    def _route(self, route: Any) -> None:
+        self.requests.append(route.request.url)
+        if route.request.url == self.url:
+            route.continue_()
+        else:
+            route.abort()
+
+    def errors(self) -> list[tuple[str, str]]:
+        return [m for m in self.console if m[0] in ("error", "pageerror", "warning")]
+
+
+def write_report(tmp: Path, *args: str) -> Path:
+    out = tmp / "report.html"
+    result = CliRunner().invoke(main, ["report", "--no-progress", "-o", str(out), *args])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+@pytest.fixture(scope="module")
+def spotter(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Opened]:
+    path = write_report(tmp_path_factory.mktemp("spotter"), str(SPOTTER_SESSION))
+    opened = Opened(browser, path)
+    yield opened
+    opened.page.close()
+
+
+def test_renders_without_console_errors(spotter: Opened) -> None:
+    assert spotter.errors() == []
+    assert spotter.page.locator("#timeline canvas").count() >= 1
+    assert spotter.page.locator("#recommendation").inner_text().startswith("Recommendation: ")
+
+
+def test_screenshot_is_not_blank(spotter: Opened) -> None:
+    from PIL import Image, ImageStat
+
+    png = spotter.page.locator("#timeline").screenshot()
+    image = Image.open(io.BytesIO(png)).convert("L")
+    assert image.width > 800 and image.height > 300
+    stat = ImageStat.Stat(image)
+    assert stat.stddev[0] > 20, f"timeline looks blank (stddev {stat.stddev[0]:.1f})"
+    # Enough different grey levels that bars, bands and axes were drawn, not one fill.
+    assert len([n for n in image.histogram() if n > 50]) > 20
+
+
+def test_every_miss_is_in_the_dom_with_cause_and_time(spotter: Opened) -> None:
+    result = CliRunner().invoke(main, ["analyze", "--requests", "--now", "0", str(SPOTTER_SESSION)])
+    obj = json.loads(result.stdout)
+    streams = [("main", obj["requests"]), *((s["id"], s["requests"]) for s in obj["streams"])]
+    misses = [(sid, r) for sid, rs in streams for r in rs if r["outcome"] == "miss"]
+    assert len(misses) == 3  # the README's three misses of this session
+    for stream, r in misses:
+        row = spotter.page.locator(
+            f'#miss-table tr[data-stream="{stream}"][data-index="{r["index"]}"]'
+        )
+        assert row.count() == 1, (stream, r["index"])
+        when = datetime.fromtimestamp(r["at"], UTC).strftime("%Y-%m-%d %H:%M:%S")
+        assert row.locator("td.time").inner_text() == when
+        cause = row.locator("td.cause").inner_text()
+        for c in r["causes"]:
+            assert c in cause
+    rows = spotter.page.locator("#miss-table tbody tr")
+    texts = [rows.nth(i).inner_text() for i in range(rows.count())]
+    assert any("20:19:04" in t and "ttl_expired_5m" in t for t in texts)
+    assert any("20:58:58" in t and "ttl_expired_5m" in t for t in texts)
+    assert any("21:03:30" in t and "messages_rewritten" in t for t in texts)
+    assert any("20:30:31" in t and "expected (compaction)" in t for t in texts)
+
+
+def test_makes_no_network_request(spotter: Opened) -> None:
+    page = spotter.page
+    # Hover, zoom and pick: interaction must not fetch anything either.
+    box = page.locator("#timeline").bounding_box()
+    assert box is not None
+    for dx in (0.2, 0.5, 0.8, 0.95):
+        page.mouse.move(box["x"] + box["width"] * dx, box["y"] + 120)
+    page.mouse.wheel(0, -400)
+    page.locator("#top-misses a").first.click()
+    page.wait_for_timeout(200)
+    assert spotter.requests == [spotter.url]
+    assert spotter.errors() == []
+
+
+def test_top_miss_link_opens_its_session_row(spotter: Opened) -> None:
+    page = spotter.page
+    page.locator("#top-misses a").first.click()
+    focused = page.locator("#miss-table tr.focus")
+    assert focused.count() == 1
+    assert focused.get_attribute("data-index") == "113"  # the costliest: the 19-minute pause
+
+
+def test_tooltip_shows_request_details(spotter: Opened) -> None:
+    page = spotter.page
+    page.evaluate(
+        "echarts.getInstanceByDom(document.getElementById('timeline'))"
+        ".dispatchAction({type: 'showTip', seriesIndex: 0, dataIndex: 18})"
+    )
+    tip = page.locator("#timeline div").filter(has_text="main #18")
+    assert "claude-opus-4-6" in tip.first.inner_text()
+
+
+def test_injected_markup_is_shown_as_text_never_run(
+    browser: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A model name and a project folder holding markup: shown literally, never parsed."""
+    tmp = tmp_path_factory.mktemp("inject")
+    project = tmp / 'proj<img src=x onerror="window.__pwned=3">'
+    project.mkdir()
+    text = (RULES / "model_changed.jsonl").read_text()
+    text = text.replace("claude-sonnet-4-5-20250929", json.dumps(INJECTED)[1:-1])
+    (project / "00000000-0000-4000-8000-000000000000.jsonl").write_text(text)
+    opened = Opened(browser, write_report(tmp, str(project)))
+    page = opened.page
+    try:
+        assert page.evaluate("window.__pwned") is None
+        assert page.locator("img").count() == 0
+        assert page.locator("script").count() == 3
+        table = page.locator("#miss-table").inner_text()
+        assert "model_changed" in table and INJECTED in table
+        assert "proj<img" in page.locator("#session-picker").inner_text()
+        # The tooltip is markup: the request's model must reach it escaped.
+        page.evaluate(
+            "echarts.getInstanceByDom(document.getElementById('timeline'))"
+            ".dispatchAction({type: 'showTip', seriesIndex: 0, dataIndex: 1})"
+        )
+        tip = page.locator("#timeline div").filter(has_text="main #1")
+        assert INJECTED in tip.first.inner_text()
+        assert page.locator("img").count() == 0
+        assert page.evaluate("window.__pwned") is None
+        assert opened.errors() == []
+        assert opened.requests == [opened.url]
+    finally:
+        page.close()
