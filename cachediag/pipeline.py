@@ -15,7 +15,7 @@ from cachediag.analysis.session import SessionAnalysis, analyze_session
 from cachediag.errors import CachediagError, InputError
 from cachediag.ingest.discover import SessionSource, claude_projects_dirs, discover
 from cachediag.ingest.reader import Claims, read_sessions, read_stdin
-from cachediag.model import LineIssue
+from cachediag.model import LineIssue, SessionLog
 from cachediag.parallel import map_ordered, total_bytes, workers_for
 
 
@@ -41,6 +41,7 @@ def default_paths() -> list[Path]:
 
 
 T = TypeVar("T")
+Enrich = Callable[[SessionLog], SessionLog]
 
 
 def _same(a: SessionAnalysis) -> SessionAnalysis:
@@ -63,6 +64,7 @@ def analyze_source(
     now: float,
     render: Callable[[SessionAnalysis], T],
     claimed: Claims | None = None,
+    enrich: Enrich | None = None,
 ) -> list[SourceResult[T]]:
     """Read, analyse and render one source's sessions (an OpenTelemetry export holds many).
 
@@ -75,6 +77,8 @@ def analyze_source(
         return [SourceResult(None, [], error=str(exc))]
     results: list[SourceResult[T]] = []
     for log in logs:
+        if enrich is not None:
+            log = enrich(log)
         if log.main_unreadable and not any(s.items for s in log.streams.values()):
             results.append(SourceResult(None, log.issues, passed_over=True))
         else:
@@ -83,7 +87,10 @@ def analyze_source(
 
 
 def analyze_group(
-    group: list[SessionSource], now: float, render: Callable[[SessionAnalysis], T]
+    group: list[SessionSource],
+    now: float,
+    render: Callable[[SessionAnalysis], T],
+    enrich: Enrich | None = None,
 ) -> list[SourceResult[T]]:
     """The sessions of one project folder, in one process, sharing what they have read.
 
@@ -95,7 +102,7 @@ def analyze_group(
     order = sorted(range(len(group)), key=lambda i: (_mtime(group[i]), i))
     results: dict[int, list[SourceResult[T]]] = {}
     for i in order:
-        results[i] = analyze_source(group[i], now, render, claimed)
+        results[i] = analyze_source(group[i], now, render, claimed, enrich)
     return [result for i in range(len(group)) for result in results[i]]
 
 
@@ -141,6 +148,9 @@ class Run:
     """Called with (sessions read, sessions found) after each session file."""
     jobs: int | None = None
     """Worker processes; ``None``: one per core when the input is large."""
+    enrich: Enrich | None = None
+    """Applied to each session read, before analysis (e.g. joining capture records);
+    must pickle, like ``render``."""
 
     def sessions(
         self, paths: list[Path], stdin: IO[bytes] | None, now: float
@@ -158,6 +168,7 @@ class Run:
         file_paths = [p for p in paths if str(p) != "-"]
         if stdin is not None and len(file_paths) != len(paths):
             for log in read_stdin(stdin):
+                log = self.enrich(log) if self.enrich is not None else log
                 self.issues.extend(log.issues)
                 yield render(analyze_session(log, now))
         sources = discover(file_paths) if file_paths else []
@@ -165,7 +176,8 @@ class Run:
         # Each file is looked at once: its size decides both whether to fork and the order.
         weights = [total_bytes(group) for group in groups]
         jobs = workers_for(len(sources), sum(weights), self.jobs)
-        batches = map_ordered(partial(analyze_group, now=now, render=render), groups, jobs, weights)
+        work = partial(analyze_group, now=now, render=render, enrich=self.enrich)
+        batches = map_ordered(work, groups, jobs, weights)
         results = (result for batch in batches for result in batch)
         for done, result in enumerate(results, start=1):
             if self.on_progress is not None:

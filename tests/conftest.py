@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,10 @@ from hypothesis import settings
 # found locally are pinned with @example.
 settings.register_profile("ci", derandomize=True, database=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+# The capture proxy's default folder is joined to every transcript read: a developer's
+# own ~/.local/state/cachediag/captures must not change what the tests see.
+os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="cachediag-test-state-")
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"

@@ -261,3 +261,42 @@ async def replay_capture(path: Path, log_dir: Path) -> None:
                     req.get("method", "POST"), target, data=body, headers=headers
                 ) as resp:
                     await resp.read()
+
+
+def _final_message(resp: dict[str, Any]) -> dict[str, Any]:
+    from cachediag.ingest.capture import parse_sse
+
+    if "body_raw" in resp:
+        return parse_sse(resp["body_raw"])[0]
+    body: dict[str, Any] = resp["body"]
+    return body
+
+
+def transcript_of(capture: Path, message_ids: set[str]) -> list[dict[str, Any]]:
+    """The Claude Code transcript of a capture's requests ``message_ids`` (its main
+    thread): one user and one assistant line per response, as Claude Code writes them,
+    with the capture's own times, ids and usage. No system prompt, no tools: a transcript
+    never has them."""
+    from datetime import UTC, datetime
+
+    def iso(at: float) -> str:
+        return datetime.fromtimestamp(at, UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
+
+    lines: list[dict[str, Any]] = []
+    parent = None
+    envelope = {"sessionId": "s-joined", "version": "2.1.300", "cwd": "/p", "isSidechain": False}
+    for n, rec in enumerate(capture_records(capture)):
+        resp = rec["response"]
+        message = _final_message(resp)
+        if message.get("id") not in message_ids:
+            continue
+        message = {k: v for k, v in message.items() if k != "context_management"}
+        user = {**envelope, "type": "user", "uuid": f"u{n}", "parentUuid": parent,
+                "timestamp": iso(rec["request"]["timestamp"]),
+                "message": {"role": "user", "content": "(prompt)"}}  # fmt: skip
+        answer = {**envelope, "type": "assistant", "uuid": f"a{n}", "parentUuid": f"u{n}",
+                  "timestamp": iso(resp["timestamp"]),
+                  "requestId": resp.get("headers", {}).get("request-id"), "message": message}  # fmt: skip
+        lines += [user, answer]
+        parent = f"a{n}"
+    return lines

@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from cachediag.analysis.session import SessionAnalysis
+from cachediag.cli.captures import capture_join, captures_option
 from cachediag.cli.common import (
     CachediagError,
     emit_json,
@@ -41,6 +42,7 @@ from cachediag.cli.common import (
     metavar="FILTER",
     help="Apply a jq program to each JSON object (implies --json); strings print raw.",
 )
+@captures_option
 @click.option(
     "--jobs",
     type=click.IntRange(min=1),
@@ -55,6 +57,8 @@ def analyze(
     jq_filter: str | None,
     pricing_file: Path | None = None,
     jobs: int | None = None,
+    captures_dir: Path | None = None,
+    no_captures: bool = False,
 ) -> None:
     """Analyse Claude Code transcripts and API request logs: hits, misses and their causes.
 
@@ -75,7 +79,7 @@ def analyze(
     stdin = sys.stdin.buffer if (not paths and stdin_is_piped()) or "-" in map(str, paths) else None
     path_list = list(paths) if paths else ([Path("-")] if stdin is not None else default_paths())
     clock = time.time() if now is None else now
-    run = Run(jobs=jobs)
+    run = Run(jobs=jobs, enrich=capture_join(captures_dir, no_captures))
     progress = stderr_progress("reading sessions")
     run.on_progress = progress.update if progress else None
 

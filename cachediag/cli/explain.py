@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from cachediag.analysis.costs import ModelPrices
+from cachediag.cli.captures import capture_join, captures_option
 from cachediag.cli.common import CachediagError, emit_json, report_issues
 
 
@@ -82,6 +83,7 @@ def _genai_prices(model: str, at: float) -> ModelPrices | None:
     metavar="FILTER",
     help="Apply a jq program to the JSON object (implies --json); strings print raw.",
 )
+@captures_option
 def explain(
     log: Path,
     index: int | None,
@@ -89,6 +91,8 @@ def explain(
     stream_id: str,
     as_json: bool,
     jq_filter: str | None,
+    captures_dir: Path | None = None,
+    no_captures: bool = False,
 ) -> None:
     """Explain one request against the one before it (default: the last miss).
 
@@ -110,7 +114,7 @@ def explain(
     if index is not None and message_id is not None:
         raise click.UsageError("give --request or --message-id, not both")
     stdin = sys.stdin.buffer if str(log) == "-" else None
-    run = Run()
+    run = Run(enrich=capture_join(captures_dir, no_captures))
     sessions = list(run.sessions([log], stdin, time.time()))
     if run.errors:
         raise CachediagError(run.errors[-1])

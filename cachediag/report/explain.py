@@ -88,7 +88,10 @@ def explanation_lines(ex: Explanation) -> list[str]:
         lines.append("  first request of its stream: nothing to compare with")
         return lines
     if d is not None:
-        source = "reported by the API" if d.source == "server" else "inferred from the log"
+        source = {
+            "server": "reported by the API",
+            "capture": "from the captured requests",
+        }.get(d.source, "inferred from the log")
         lines.append(f"  cause: {', '.join(c.value for c in d.causes)} ({source})")
         if d.server_causes and len(d.causes) > len(d.server_causes):
             inferred = [c.value for c in d.causes if c not in d.server_causes]

@@ -1,0 +1,209 @@
+"""Joining capture records to the transcripts they belong to.
+
+A Claude Code transcript names each response by ``message.id`` and ``requestId``; the
+proxy's record of the same call carries both, with the request's fingerprint. Joined, a
+transcript request gets the fingerprint (marked ``joined``, so the causes named from it
+say ``cause_source: capture``), and the server's diagnostics when the transcript lacks
+them; times, TTLs and the order of the stream stay the transcript's. A miss whose request
+and predecessor both found their records gets every cause exactly; one with only one of
+them keeps the transcript's inference.
+
+The index is built from a cheap scan (a regular expression per line finds the ids, no
+JSON parsing) and parses only the lines a lookup asks for. It is incremental: ``refresh``
+scans only what the day files gained, so a long-lived caller (the live view, a status
+line keeping its state) pays for new lines only. Standard library only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cachediag.ingest.lines import BadLine, parse_line
+from cachediag.model import Fingerprint, RequestRecord, ServerReason, SessionLog
+from cachediag.proxy.logfiles import day_files, default_log_dir
+
+_ID = re.compile(rb'"(message_id|request_id)"\s*:\s*"([^"\\]{1,200})"')
+_TUPLE_FIELDS = frozenset(
+    {"system_hashes", "system_cache_control", "betas", "message_hashes", "message_roles"}
+)
+_FIELDS = {f.name for f in dataclasses.fields(Fingerprint)} - {"joined"}
+
+
+@dataclass(slots=True, frozen=True)
+class Captured:
+    """What a capture record adds to a transcript request."""
+
+    fingerprint: Fingerprint
+    server_reason: ServerReason | None
+    applied_edits: int
+
+
+def default_captures_dir() -> Path | None:
+    """The proxy's log folder when it exists (the default of ``--captures``)."""
+    folder = default_log_dir()
+    return folder if folder.is_dir() else None
+
+
+def fingerprint_from_json(obj: Any) -> Fingerprint | None:
+    """A record's ``fingerprint`` object, read without pydantic (the warm path calls this);
+    ``None`` when it is not one."""
+    if not isinstance(obj, dict) or not obj.keys() <= _FIELDS:
+        return None
+    values: dict[str, Any] = {}
+    try:
+        for key, value in obj.items():
+            if key == "tools" and isinstance(value, list):
+                value = tuple((str(name), str(digest)) for name, digest in value)
+            elif key in _TUPLE_FIELDS and isinstance(value, list):
+                value = tuple(sorted(map(str, value)) if key == "betas" else map(str, value))
+            values[key] = value
+    except (TypeError, ValueError):
+        return None
+    return Fingerprint(**values, joined=True)
+
+
+def captured_from_line(raw: bytes) -> Captured | None:
+    try:
+        obj = parse_line(raw)
+    except BadLine:
+        return None
+    if "failure" in obj or "input_tokens" not in obj:
+        return None  # a request without an answer is not the transcript's response
+    fp = fingerprint_from_json(obj.get("fingerprint"))
+    if fp is None:
+        return None
+    reason = obj.get("server_reason")
+    server = None
+    if isinstance(reason, dict) and (reason.get("type") is None or isinstance(reason["type"], str)):
+        missed = reason.get("missed_tokens")
+        server = ServerReason(reason.get("type"), missed if isinstance(missed, int) else None)
+    edits = obj.get("applied_edits")
+    return Captured(fp, server, edits if isinstance(edits, int) else 0)
+
+
+@dataclass(slots=True)
+class CaptureIndex:
+    """Where each message id and request id sits in a capture folder."""
+
+    folder: Path
+    where: dict[str, tuple[str, int]] = field(default_factory=dict)
+    """id -> (day file name, offset of its line)."""
+    scanned: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """day file name -> (inode, bytes scanned: always the end of a whole line)."""
+
+    def refresh(self) -> int:
+        """Scan what the day files gained since the last call; the lines indexed."""
+        added = 0
+        for path in day_files(self.folder):
+            try:
+                info = path.stat()
+            except OSError:
+                continue
+            inode, done = self.scanned.get(path.name, (info.st_ino, 0))
+            if inode != info.st_ino or info.st_size < done:
+                inode, done = info.st_ino, 0  # replaced or cut: read it again
+            if info.st_size > done:
+                done, n = self._scan(path, done)
+                added += n
+            self.scanned[path.name] = (inode, done)
+        return added
+
+    def _scan(self, path: Path, start: int) -> tuple[int, int]:
+        try:
+            with path.open("rb") as fp:
+                fp.seek(start)
+                data = fp.read()
+        except OSError:
+            return start, 0
+        end = data.rfind(b"\n") + 1  # a half-written last line waits for its newline
+        count = 0
+        pos = 0
+        while pos < end:
+            nl = data.index(b"\n", pos)
+            line = data[pos:nl]
+            for match in _ID.finditer(line):
+                self.where.setdefault(match.group(2).decode(), (path.name, start + pos))
+            count += 1
+            pos = nl + 1
+        return start + end, count
+
+    def lookup(self, *ids: str | None) -> Captured | None:
+        """The record of the first id found (``message.id``, then ``requestId``)."""
+        for key in ids:
+            if key is None or key not in self.where:
+                continue
+            name, offset = self.where[key]
+            line = _read_line(self.folder / name, offset)
+            if line is not None:
+                return captured_from_line(line)
+        return None
+
+
+def _read_line(path: Path, offset: int) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        chunks = []
+        pos = offset
+        while True:
+            block = os.pread(fd, 1 << 16, pos)
+            if not block:
+                break
+            nl = block.find(b"\n")
+            if nl >= 0:
+                chunks.append(block[:nl])
+                break
+            chunks.append(block)
+            pos += len(block)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def join_record(record: RequestRecord, index: CaptureIndex) -> RequestRecord:
+    if record.fingerprint is not None:
+        return record  # the log saw the body itself
+    found = index.lookup(record.message_id, record.request_id)
+    if found is None:
+        return record
+    return dataclasses.replace(
+        record,
+        fingerprint=found.fingerprint,
+        server_reason=record.server_reason or found.server_reason,
+        applied_edits=record.applied_edits or found.applied_edits,
+    )
+
+
+def join_session(log: SessionLog, index: CaptureIndex) -> SessionLog:
+    """``log`` with every request that has a capture record given its fingerprint."""
+    for stream in log.streams.values():
+        stream.items = [
+            join_record(item, index) if isinstance(item, RequestRecord) else item
+            for item in stream.items
+        ]
+    return log
+
+
+@dataclass(slots=True)
+class CaptureJoin:
+    """The join as a picklable callable for the pipeline; the index is built once per
+    process, on first use (or by ``load`` before workers fork)."""
+
+    folder: Path
+    _index: CaptureIndex | None = None
+
+    def load(self) -> CaptureIndex:
+        if self._index is None:
+            self._index = CaptureIndex(self.folder)
+            self._index.refresh()
+        return self._index
+
+    def __call__(self, log: SessionLog) -> SessionLog:
+        return join_session(log, self.load())
