@@ -294,9 +294,10 @@ def transcript_of(capture: Path, message_ids: set[str]) -> list[dict[str, Any]]:
         user = {**envelope, "type": "user", "uuid": f"u{n}", "parentUuid": parent,
                 "timestamp": iso(rec["request"]["timestamp"]),
                 "message": {"role": "user", "content": "(prompt)"}}  # fmt: skip
+        request_id = resp.get("headers", {}).get("request-id")
         answer = {**envelope, "type": "assistant", "uuid": f"a{n}", "parentUuid": f"u{n}",
-                  "timestamp": iso(resp["timestamp"]),
-                  "requestId": resp.get("headers", {}).get("request-id"), "message": message}  # fmt: skip
+                  "timestamp": iso(resp["timestamp"]), "requestId": request_id,
+                  "message": message}  # fmt: skip
         lines += [user, answer]
         parent = f"a{n}"
     return lines

@@ -129,9 +129,7 @@ def _response(ex: Exchange) -> JsonObject:
 
 def fingerprint_dict(fp: Fingerprint) -> JsonObject:
     """The record's ``fingerprint``: what the body showed (``joined`` is for readers)."""
-    return {
-        k: v for k, v in dataclasses.asdict(fp).items() if v is not None and k != "joined"
-    }
+    return {k: v for k, v in dataclasses.asdict(fp).items() if v is not None and k != "joined"}
 
 
 def build_record(ex: Exchange) -> JsonObject:
