@@ -11,8 +11,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Literal
 
-Ttl = Literal["5m", "1h"]
-TTL_SECONDS: dict[str, float] = {"5m": 300.0, "1h": 3600.0}
+Ttl = Literal["5m", "30m", "1h", "24h"]
+"""Anthropic writes ``5m`` or ``1h`` entries; OpenAI keeps a prefix ``5m`` (in-memory
+retention, 5-10 minutes: the lower bound), ``30m`` (``prompt_cache_options.ttl``,
+GPT-5.6+) or ``24h`` (``prompt_cache_retention``)."""
+TTL_SECONDS: dict[str, float] = {"5m": 300.0, "30m": 1800.0, "1h": 3600.0, "24h": 86400.0}
 
 MAIN_STREAM = "main"
 
@@ -60,6 +63,13 @@ class Fingerprint:
     joined: bool = False
     """Taken from a body joined to the record (raw-body telemetry, a capture index), not
     from the log line itself: causes named from it have cause_source ``capture``."""
+    prompt_cache_key: str | None = None
+    """OpenAI ``prompt_cache_key``, hashed (it often names a user)."""
+    text_format: str | None = None
+    """OpenAI ``text.format`` / ``response_format``: its type and a hash of its schema."""
+    verbosity: str | None = None
+    service_tier: str | None = None
+    """OpenAI ``service_tier`` (Anthropic's own is part of ``extra_body_hash``)."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -69,6 +79,8 @@ class ServerReason:
     type: str | None
     """Raw reason type; ``None`` means the server compared and found no divergence."""
     missed_tokens: int | None = None
+    reusable_tokens: int | None = None
+    """OpenAI ``comparison_reusable_tokens``: what the baseline could have lent."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -92,6 +104,11 @@ class RequestRecord:
     fingerprint: Fingerprint | None = None
     applied_edits: int = 0
     """API ``context_management.applied_edits`` in this request's own response."""
+    provider: str | None = None
+    """Who served the request behind a router (OpenRouter's ``provider``)."""
+    reported_cost_usd: float | None = None
+    """What the router said the request cost (OpenRouter ``usage.cost``, plus the
+    upstream cost of a bring-your-own-key request); preferred over list prices."""
 
     @property
     def total_tokens(self) -> int:

@@ -23,18 +23,35 @@ class Cause(StrEnum):
     EXTRA_BODY_CHANGED = "extra_body_changed"
     DEFER_LOADING_CHANGED = "defer_loading_changed"
     MESSAGES_REWRITTEN = "messages_rewritten"
+    PROMPT_CACHE_KEY_CHANGED = "prompt_cache_key_changed"
+    TEXT_FORMAT_CHANGED = "text_format_changed"
+    VERBOSITY_CHANGED = "verbosity_changed"
+    SERVICE_TIER_CHANGED = "service_tier_changed"
+    PROVIDER_CHANGED = "provider_changed"
     TTL_EXPIRED_5M = "ttl_expired_5m"
+    TTL_EXPIRED_30M = "ttl_expired_30m"
     TTL_EXPIRED_1H = "ttl_expired_1h"
+    TTL_EXPIRED_24H = "ttl_expired_24h"
     LIKELY_SERVER_SIDE = "likely_server_side"
     UNKNOWN = "unknown"
 
 
 SERVER_REASONS: dict[str, Cause] = {
+    # Anthropic ``diagnostics.cache_miss_reason.type``
     "model_changed": Cause.MODEL_CHANGED,
     "system_changed": Cause.SYSTEM_PROMPT_CHANGED,
     "tools_changed": Cause.TOOLS_CHANGED,
     "messages_changed": Cause.MESSAGES_REWRITTEN,
+    # OpenAI ``prompt_cache_diagnostics.reason`` (its model/tools spellings are the same)
+    "reasoning_effort_changed": Cause.EFFORT_CHANGED,
+    "input_changed": Cause.MESSAGES_REWRITTEN,
+    "prompt_cache_key_changed": Cause.PROMPT_CACHE_KEY_CHANGED,
+    "text_format_changed": Cause.TEXT_FORMAT_CHANGED,
+    "verbosity_changed": Cause.VERBOSITY_CHANGED,
+    "service_tier_changed": Cause.SERVICE_TIER_CHANGED,
 }
+SERVER_COMPACTED = "context_compacted"
+"""OpenAI's reason for a prefix its own compaction replaced: an announced rebuild."""
 
 # Fingerprint fields whose change maps one-to-one onto a cause, in the table's order.
 _SIMPLE_DIMENSIONS: tuple[tuple[str, Cause], ...] = (
@@ -44,6 +61,10 @@ _SIMPLE_DIMENSIONS: tuple[tuple[str, Cause], ...] = (
     ("effort", Cause.EFFORT_CHANGED),
     ("auto_mode", Cause.AUTO_MODE_CHANGED),
     ("overage", Cause.OVERAGE_CHANGED),
+    ("prompt_cache_key", Cause.PROMPT_CACHE_KEY_CHANGED),
+    ("text_format", Cause.TEXT_FORMAT_CHANGED),
+    ("verbosity", Cause.VERBOSITY_CHANGED),
+    ("service_tier", Cause.SERVICE_TIER_CHANGED),
     ("extra_body_hash", Cause.EXTRA_BODY_CHANGED),
     ("defer_loading", Cause.DEFER_LOADING_CHANGED),
 )
@@ -157,14 +178,48 @@ def first_rewritten_message(prev: tuple[str, ...], cur: tuple[str, ...]) -> int 
     return None
 
 
+_EXPIRY_CAUSES = {
+    "30m": Cause.TTL_EXPIRED_30M,
+    "1h": Cause.TTL_EXPIRED_1H,
+    "24h": Cause.TTL_EXPIRED_24H,
+}
+
+
 def expiry_cause(ttl_in_force: str) -> Cause:
-    return Cause.TTL_EXPIRED_1H if ttl_in_force == "1h" else Cause.TTL_EXPIRED_5M
+    return _EXPIRY_CAUSES.get(ttl_in_force, Cause.TTL_EXPIRED_5M)
+
+
+_FALLBACKS = frozenset(
+    {
+        Cause.TTL_EXPIRED_5M,
+        Cause.TTL_EXPIRED_30M,
+        Cause.TTL_EXPIRED_1H,
+        Cause.TTL_EXPIRED_24H,
+        Cause.LIKELY_SERVER_SIDE,
+        Cause.UNKNOWN,
+    }
+)
+"""What is said when nothing visibly changed."""
 
 
 def diagnose_miss(
     prev: RequestRecord, cur: RequestRecord, evidence: MissEvidence, ttl_window_s: float
 ) -> Diagnosis:
     """Causes of one miss: server word first, then changed dimensions, then the clock."""
+    diagnosis = _diagnose(prev, cur, evidence, ttl_window_s)
+    if not _changed(prev.provider, cur.provider):
+        return diagnosis
+    # Another provider behind a router holds none of this conversation's cache: that
+    # is a change of its own, and it explains what the clock alone could not.
+    kept = tuple(c for c in diagnosis.causes if c not in _FALLBACKS)
+    if not kept:
+        return Diagnosis(causes=(Cause.PROVIDER_CHANGED,), source="inferred")
+    return replace(diagnosis, causes=(*kept, Cause.PROVIDER_CHANGED))
+
+
+def _diagnose(
+    prev: RequestRecord, cur: RequestRecord, evidence: MissEvidence, ttl_window_s: float
+) -> Diagnosis:
     server = cur.server_reason
     mapped = None if server is None or server.type is None else SERVER_REASONS.get(server.type)
     if mapped is not None:
@@ -184,7 +239,9 @@ def diagnose_miss(
             return replace(diagnosis, source=source)
         if expired:
             return Diagnosis(causes=(expiry_cause(evidence.ttl_in_force),), source=source)
-        return Diagnosis(causes=(Cause.LIKELY_SERVER_SIDE,), source=source)
+        # The server compared the prefix and found no divergence: its word, not a guess.
+        said = "server" if server is not None and server.type is None else source
+        return Diagnosis(causes=(Cause.LIKELY_SERVER_SIDE,), source=said)
     return _diagnose_from_usage(prev, cur, evidence, expired, server)
 
 

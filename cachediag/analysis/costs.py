@@ -90,6 +90,9 @@ class EntryCost:
     cost_usd: float | None
     """``None``: the request's model has no price (never counted as $0)."""
     miss_cost_usd: float | None
+    reported: bool = False
+    """``cost_usd`` is what the provider reported (OpenRouter ``usage.cost``), not
+    worked out from list prices; the miss's share still needs list prices."""
 
 
 @dataclass(slots=True)
@@ -98,6 +101,8 @@ class CostTotals:
     miss_cost_usd: float = 0.0
     """What misses and announced rebuilds paid beyond hits."""
     unpriced_requests: int = 0
+    reported_requests: int = 0
+    """Requests costed at what the provider reported instead of list prices."""
 
 
 def sum_costs(parts: Iterable[CostTotals]) -> CostTotals:
@@ -106,11 +111,16 @@ def sum_costs(parts: Iterable[CostTotals]) -> CostTotals:
         total.cost_usd += c.cost_usd
         total.miss_cost_usd += c.miss_cost_usd
         total.unpriced_requests += c.unpriced_requests
+        total.reported_requests += c.reported_requests
     return total
 
 
 def entry_cost(entry: LedgerEntry, price_of: PriceFn) -> EntryCost:
     prices = price_of(entry.record)
+    reported = entry.record.reported_cost_usd
+    if reported is not None:
+        # The provider's own bill beats list prices (routing, discounts, BYOK fees).
+        return EntryCost(reported, None if prices is None else miss_cost_usd(entry, prices), True)
     if prices is None:
         return EntryCost(None, None)
     return EntryCost(request_cost_usd(entry.record, prices), miss_cost_usd(entry, prices))
@@ -129,4 +139,5 @@ def totals_of(costs: Iterable[EntryCost]) -> CostTotals:
         else:
             totals.cost_usd += c.cost_usd
             totals.miss_cost_usd += c.miss_cost_usd or 0.0
+            totals.reported_requests += c.reported
     return totals

@@ -23,6 +23,10 @@ _SETTINGS = (
     "auto_mode",
     "overage",
     "defer_loading",
+    "prompt_cache_key",
+    "text_format",
+    "verbosity",
+    "service_tier",
 )
 
 
@@ -33,11 +37,15 @@ class Change:
     after: object
 
 
+REPORTED_SOURCE = "cost reported by the provider"
+
+
 @dataclass(slots=True, frozen=True)
 class Costs:
     actual_usd: float
-    if_hit_usd: float
-    miss_usd: float
+    if_hit_usd: float | None
+    """``None``: a provider-reported cost with no list price to compare a hit with."""
+    miss_usd: float | None
     prices_source: str
 
 
@@ -72,7 +80,20 @@ def _setting_changes(prev: Fingerprint, cur: Fingerprint) -> tuple[Change, ...]:
     return tuple(out)
 
 
+def _differs(before: object, after: object) -> bool:
+    return before is not None and after is not None and before != after
+
+
 def _costs(entry: LedgerEntry, prices: ModelPrices | None) -> Costs | None:
+    reported = entry.record.reported_cost_usd
+    if reported is not None:
+        # The provider's bill is the actual cost; only list prices can say what a hit
+        # would have cost instead.
+        if prices is None:
+            return Costs(reported, None, None, REPORTED_SOURCE)
+        extra = miss_cost_usd(entry, prices)
+        source = f"{REPORTED_SOURCE}; a hit priced by {prices.source}"
+        return Costs(reported, reported - extra, extra, source)
     if prices is None:
         return None
     actual = request_cost_usd(entry.record, prices)
@@ -107,6 +128,8 @@ def explain_request(
         extra_changed = prev_fp.extra_body_hash != cur_fp.extra_body_hash
     elif prev is not None and prev.record.model != entry.record.model:
         settings = (Change("model", prev.record.model, entry.record.model),)
+    if prev is not None and _differs(prev.record.provider, entry.record.provider):
+        settings += (Change("provider", prev.record.provider, entry.record.provider),)
     ttl = prev.ttl if prev is not None else entry.ttl
     idle = entry.evidence.gap_s if entry.evidence is not None else entry.gap_s
     return Explanation(

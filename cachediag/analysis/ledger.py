@@ -11,7 +11,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from cachediag.analysis.causes import Diagnosis, MissEvidence, diagnose_miss
+from cachediag.analysis.causes import (
+    SERVER_COMPACTED,
+    Diagnosis,
+    MissEvidence,
+    diagnose_miss,
+)
 from cachediag.model import (
     TTL_SECONDS,
     RebuildAnnounced,
@@ -24,6 +29,17 @@ MISS_MIN_TOKENS = 2000
 """A shortfall below this many tokens is noise, not a miss."""
 MISS_READ_SHARE = 0.95
 """A request that read at least this share of what it could have read is a hit."""
+
+
+def announced_by_response(cur: RequestRecord) -> RebuildKind | None:
+    """A rebuild the request's own response announces: the API cleared old content
+    itself (``applied_edits``), or OpenAI says its compaction replaced the prefix."""
+    if cur.applied_edits:
+        return RebuildKind.CONTEXT_EDIT
+    reason = cur.server_reason
+    if reason is not None and reason.type == SERVER_COMPACTED:
+        return RebuildKind.COMPACTION
+    return None
 
 
 class Outcome(StrEnum):
@@ -86,8 +102,8 @@ class Ledger:
     def add(self, cur: RequestRecord) -> LedgerEntry:
         prev = self.prev
         announce_at, kind = self.pending_at, self.pending_kind
-        if cur.applied_edits and kind is None:
-            kind = RebuildKind.CONTEXT_EDIT
+        if kind is None and (cur.applied_edits or cur.server_reason is not None):
+            kind = announced_by_response(cur)
         self.pending_at = self.pending_kind = None
 
         read, creation = cur.cache_read_tokens, cur.cache_creation_tokens

@@ -15,6 +15,8 @@ from typing import Any
 from cachediag.ingest.anthropic import applied_edits, parse_timestamp, server_reason, usage_record
 from cachediag.ingest.fingerprint import betas_from_headers, canonical_json, fingerprint_request
 from cachediag.ingest.lines import BadLine, JsonObject, iter_objects, parse_line
+from cachediag.ingest.openai import is_openai_usage, parse_openai_sse, response_record
+from cachediag.ingest.openai_fingerprint import ResponseChain, fingerprint_openai_request
 from cachediag.ingest.threads import name_threads, split_threads
 from cachediag.model import MAIN_STREAM, LineIssue, RequestRecord, SessionLog, StreamKind
 
@@ -42,6 +44,22 @@ class ApiErrorResponse(BadLine):
 class CapturedCall:
     started_at: float
     record: RequestRecord
+    previous_response_id: str | None = None
+    """OpenAI Responses: the server holds the conversation up to this response."""
+    baseline_id: str | None = None
+    """The earlier response this request names as the one it continues."""
+
+
+def _pointer(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _baseline(body: JsonObject) -> str | None:
+    options = body.get("prompt_cache_options")
+    compared = (
+        _pointer(options.get("comparison_response_id")) if isinstance(options, dict) else None
+    )
+    return compared or _pointer(body.get("previous_response_id"))
 
 
 def looks_like_capture(obj: JsonObject) -> bool:
@@ -85,7 +103,7 @@ def first_time(*holders: Any, keys: tuple[str, ...] = _TIME_KEYS) -> float | Non
 def _request_parts(obj: JsonObject) -> tuple[JsonObject, JsonObject, Any]:
     """(envelope, body, headers) of the request, whichever key spelling was used."""
     req = _first(obj, REQUEST_KEYS)
-    if isinstance(req, dict) and "messages" not in req:
+    if isinstance(req, dict) and "messages" not in req and "input" not in req:
         body = _first(req, _BODY_KEYS)
         if body is None:
             raise BadLine("request has no body")
@@ -159,7 +177,13 @@ def _response_message(obj: JsonObject) -> JsonObject:
 
 
 def _finished_sse(text: str) -> JsonObject:
-    message, finished = parse_sse(text)
+    try:
+        message, finished = parse_sse(text)
+    except BadLine:
+        found = parse_openai_sse(text)
+        if found is None:
+            raise
+        message, finished = found
     if not finished:
         raise BadLine("event stream truncated (no message_stop)")
     return message
@@ -199,10 +223,11 @@ def read_call(obj: JsonObject, line: int) -> CapturedCall:
     if not _is_model_url(url if url is not None else obj.get("url")):
         raise NotAModelCall("not a model request (count_tokens, OAuth, telemetry...)")
     envelope, body, headers = _request_parts(obj)
-    if isinstance(body.get("input"), list) and "messages" not in body:
-        # OpenAI Responses: the conversation is ``input``; fingerprint it as messages.
-        body = {("messages" if k == "input" else k): v for k, v in body.items()}
-    if not isinstance(body.get("messages"), list):
+    conversation = body.get("messages", body.get("input"))
+    # Responses may send the whole input as one string.
+    if not isinstance(conversation, list) and not (
+        isinstance(conversation, str) and "messages" not in body
+    ):
         raise NotAModelCall("request body has no messages list")
     message = _response_message(obj)
     usage = message.get("usage")
@@ -220,21 +245,17 @@ def read_call(obj: JsonObject, line: int) -> CapturedCall:
     if started is None or answered is None:
         # Order is all that is known: gaps read as 0, so no expiry is ever claimed.
         started = answered = 0.0
+    if is_openai_usage(usage):
+        record = response_record(message, usage, answered, line, request=body)
+        return CapturedCall(
+            started,
+            dataclasses.replace(record, fingerprint=fingerprint_openai_request(body)),
+            previous_response_id=_pointer(body.get("previous_response_id")),
+            baseline_id=_baseline(body),
+        )
     model = message.get("model") if isinstance(message.get("model"), str) else body.get("model")
     msg_id = message.get("id")
     fingerprint = fingerprint_request(body, betas_from_headers(headers))
-    if "prompt_tokens" in usage or "input_tokens_details" in usage:
-        from cachediag.ingest.usage import openai_record  # usage imports this module
-
-        plain = openai_record(usage, answered, line, model if isinstance(model, str) else None)
-        return CapturedCall(
-            started,
-            dataclasses.replace(
-                plain,
-                message_id=msg_id if isinstance(msg_id, str) else None,
-                fingerprint=fingerprint,
-            ),
-        )
     record = usage_record(
         usage,
         answered,
@@ -249,6 +270,18 @@ def read_call(obj: JsonObject, line: int) -> CapturedCall:
     if record.ttl != "1h" and _asked_1h(body):
         record = dataclasses.replace(record, ttl="1h")
     return CapturedCall(started, record)
+
+
+def _chained(calls: list[CapturedCall]) -> list[CapturedCall]:
+    chain = ResponseChain()
+    out = []
+    for call in calls:
+        record = call.record
+        if record.fingerprint is not None:
+            fp = chain.resolve(record.fingerprint, call.previous_response_id, record.message_id)
+            call = dataclasses.replace(call, record=dataclasses.replace(record, fingerprint=fp))
+        out.append(call)
+    return out
 
 
 def read_capture(lines: Iterable[bytes], source: str, session_id: str) -> SessionLog:
@@ -267,7 +300,15 @@ def read_capture(lines: Iterable[bytes], source: str, session_id: str) -> Sessio
             session.issues.append(LineIssue(source, number, str(exc)))
     # Streams are sequences of requests as sent; captures log them as they complete.
     calls.sort(key=lambda c: c.started_at)
-    for stream_id, kind, items in name_threads(split_threads(c.record for c in calls)):
+    if any(c.previous_response_id is not None for c in calls):
+        calls = _chained(calls)
+    links = {
+        c.record.message_id: c.baseline_id
+        for c in calls
+        if c.baseline_id is not None and c.record.message_id is not None
+    }
+    threads = split_threads((c.record for c in calls), links or None)
+    for stream_id, kind, items in name_threads(threads):
         session.stream(stream_id, kind, source=source).items.extend(items)
     if not session.streams:
         session.stream(MAIN_STREAM, StreamKind.MAIN, source=source)

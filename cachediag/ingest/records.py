@@ -78,7 +78,7 @@ class RequestIn(BaseModel):
     cache_creation_5m: int | None = Field(default=None, ge=0)
     cache_creation_1h: int | None = Field(default=None, ge=0)
     output_tokens: int = Field(default=0, ge=0)
-    ttl: Literal["5m", "1h"] | None = None
+    ttl: Literal["5m", "30m", "1h", "24h"] | None = None
     """Defaults to ``1h`` when ``cache_creation_1h`` > 0, else ``5m``."""
     model: str | None = None
     request_id: str | None = None

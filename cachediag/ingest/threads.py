@@ -14,7 +14,7 @@ conversation going on after compaction: an announced rebuild, not a new stream.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from cachediag.model import (
@@ -118,17 +118,29 @@ class _Index:
             self.by_key.setdefault(key, []).append(thread)
 
 
-def split_threads(records: Iterable[RequestRecord]) -> list[Thread]:
-    """Group requests (in the order they were sent) into conversations."""
+def split_threads(
+    records: Iterable[RequestRecord], links: Mapping[str, str] | None = None
+) -> list[Thread]:
+    """Group requests (in the order they were sent) into conversations.
+
+    ``links`` maps a request's response id to the earlier response it names as its
+    baseline (OpenAI's ``comparison_response_id`` or ``previous_response_id``): the
+    request's own word on which conversation it continues, kept even when its input
+    was compacted into something no message hash can follow.
+    """
     threads: list[Thread] = []
     forked: list[Thread] = []
     index = _Index()
+    by_response: dict[str, Thread] = {}
     for record in records:
         fp = record.fingerprint
         best: Thread | None = None
         best_key: tuple[bool, int, int, int] | None = None
         candidates = index.candidates(fp) if fp is not None and fp.message_hashes else []
-        for thread in candidates:
+        if links is not None and record.message_id is not None:
+            named = links.get(record.message_id)
+            best = None if named is None else by_response.get(named)
+        for thread in candidates if best is None else ():
             assert fp is not None
             score = continuation_score(thread.last, fp)
             if score is None:
@@ -155,6 +167,8 @@ def split_threads(records: Iterable[RequestRecord]) -> list[Thread]:
         else:
             old = best.last
         best.fork_at = None
+        if links is not None and record.message_id is not None:
+            by_response[record.message_id] = best
         best.items.append(record)
         best.prompt_tokens += record.total_tokens
         if fp is not None:

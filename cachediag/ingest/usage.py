@@ -20,6 +20,7 @@ from cachediag.ingest.anthropic import (
 )
 from cachediag.ingest.capture import first_time, parse_sse
 from cachediag.ingest.lines import BadLine, JsonObject, iter_objects, parse_line
+from cachediag.ingest.openai import is_openai_usage, plain_record, response_record
 from cachediag.model import MAIN_STREAM, LineIssue, RequestRecord, SessionLog, StreamKind
 
 FORMAT = "api-usage"
@@ -38,10 +39,6 @@ _SSE_EVENTS = frozenset(
 )
 
 
-def _openai_usage(usage: JsonObject) -> bool:
-    return "prompt_tokens" in usage or "input_tokens_details" in usage
-
-
 def looks_like_usage(obj: JsonObject) -> bool:
     if obj.get("type") in _SSE_EVENTS or isinstance(obj.get("usageMetadata"), dict):
         return True
@@ -52,43 +49,9 @@ def looks_like_usage(obj: JsonObject) -> bool:
     return isinstance(response, dict) and isinstance(response.get("usage"), dict)
 
 
-def openai_record(usage: JsonObject, at: float, line: int, model: str | None) -> RequestRecord:
-    """OpenAI counts cached tokens inside the prompt; Anthropic's input excludes them."""
-    if "prompt_tokens" in usage:
-        prompt = token_count(usage, "prompt_tokens") or 0
-        details = usage.get("prompt_tokens_details")
-        output = token_count(usage, "completion_tokens") or 0
-    else:
-        prompt = token_count(usage, "input_tokens") or 0
-        details = usage.get("input_tokens_details")
-        output = token_count(usage, "output_tokens") or 0
-    details = details if isinstance(details, dict) else {}
-    written = token_count(details, "cache_write_tokens", None)
-    if written is None:
-        written = token_count(usage, "cache_write_tokens") or 0
-    read = token_count(details, "cached_tokens") or 0
-    return _plain_record(at, line, model, prompt=prompt, read=read, written=written, output=output)
-
-
-def _plain_record(
-    at: float, line: int, model: str | None, *, prompt: int, read: int, written: int, output: int
-) -> RequestRecord:
-    if read + written > prompt:
-        raise BadLine("cached tokens exceed the prompt count")
-    return RequestRecord(
-        at=at,
-        input_tokens=prompt - read - written,
-        cache_read_tokens=read,
-        cache_creation_tokens=written,
-        output_tokens=output,
-        model=model,
-        line=line,
-    )
-
-
 def gemini_record(meta: JsonObject, at: float, line: int, model: str | None) -> RequestRecord:
     """Gemini's ``promptTokenCount`` includes the cached tokens."""
-    return _plain_record(
+    return plain_record(
         at,
         line,
         model,
@@ -104,7 +67,7 @@ def bedrock_record(usage: JsonObject, at: float, line: int, model: str | None) -
     read = token_count(usage, "cacheReadInputTokens") or 0
     written = token_count(usage, "cacheWriteInputTokens") or 0
     uncached = token_count(usage, "inputTokens") or 0
-    return _plain_record(
+    return plain_record(
         at,
         line,
         model,
@@ -127,8 +90,8 @@ def message_record(obj: JsonObject, at: float, line: int) -> RequestRecord:
         raise BadLine("no usage object")
     if "inputTokens" in usage:
         return bedrock_record(usage, at, line, model)
-    if _openai_usage(usage):
-        return openai_record(usage, at, line, model)
+    if is_openai_usage(usage):
+        return response_record(message, usage, at, line)
     msg_id = message.get("id")
     return usage_record(
         usage,

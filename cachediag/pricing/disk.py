@@ -21,7 +21,7 @@ from cachediag.analysis.costs import ModelPrices
 from cachediag.paths import cache_dir
 
 _FILE = "prices.json"
-_VERSION = 2
+_VERSION = 3
 """Bump when the conversion of genai-prices data changes: saved prices are then redone."""
 
 

@@ -111,13 +111,28 @@ def genai_prices(model: str, at: float) -> ModelPrices | None:
     from genai_prices import data_snapshot
 
     snapshot = data_snapshot.get_snapshot()
-    try:
-        _, info = snapshot.find_provider_model(model, None, None, None)
-    except LookupError:
+    info = None
+    for ref, provider_id in _references(model):
+        try:
+            _, info = snapshot.find_provider_model(ref, None, provider_id, None)
+            break
+        except LookupError:
+            continue
+    if info is None:
         return None
     when = datetime.fromtimestamp(at, UTC)
     found = convert_model_price(info.get_prices(when), f"{source_name()} ({info.id})")
     return _fill_long_context(found, info.id)
+
+
+def _references(model: str) -> list[tuple[str, str | None]]:
+    """Where to look a model up: routers name models ``vendor/model`` (OpenRouter's
+    ids); genai-prices knows many under the ``openrouter`` provider, else under their
+    vendor."""
+    refs: list[tuple[str, str | None]] = [(model, None)]
+    if "/" in model:
+        refs += [(model, "openrouter"), (model.split("/", 1)[1], None)]
+    return refs
 
 
 LONG_CONTEXT_GAPS: dict[str, tuple[int, float, float]] = {

@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from cachediag.model import Ttl
+
 Strict = ConfigDict(extra="forbid")
 
 
@@ -33,7 +35,8 @@ class PromptCache(BaseModel):
 
     warm: bool
     caching_observed: bool
-    ttl: Literal["5m", "1h"]
+    ttl: Ttl
+    """``5m``/``1h`` for Anthropic; an OpenAI entry is ``5m``, ``30m`` or ``24h``."""
     expires_at: float | None
     """Unix seconds."""
     requests: int
@@ -54,7 +57,7 @@ class Evidence(BaseModel):
     model_config = Strict
 
     idle_s: float
-    ttl_in_force: Literal["5m", "1h"]
+    ttl_in_force: Ttl
     prev_cached_tokens: int
     read_tokens: int
     fell_back_to: Literal["nothing", "earlier_prefix"]
@@ -74,6 +77,10 @@ class Cost(BaseModel):
     """What misses and rebuilds paid beyond a hit: re-processed tokens not at read price."""
     unpriced_requests: int
     """Requests of a model without a known price: not counted, never priced at $0."""
+    reported_cost_requests: int | None = None
+    """Requests costed at what the provider reported (OpenRouter ``usage.cost``, plus
+    the upstream bill of a bring-your-own-key request) instead of list prices; absent
+    when none was."""
 
 
 class SessionCost(Cost):
@@ -99,7 +106,7 @@ class Request(BaseModel):
     cache_creation_tokens: int
     cache_creation_1h_tokens: int | None
     output_tokens: int
-    ttl: Literal["5m", "1h"]
+    ttl: Ttl
     gap_s: float | None
     outcome: Literal["cold", "uncached", "hit", "miss", "expected"]
     causes: list[str]
@@ -120,6 +127,10 @@ class Request(BaseModel):
     cost_usd: float | None = None
     """Null when the model has no known price."""
     miss_cost_usd: float | None = None
+    cost_source: Literal["provider"] | None = None
+    """``provider``: ``cost_usd`` is the provider's reported cost, not list prices."""
+    provider: str | None = None
+    """Who served the request behind a router (OpenRouter's ``provider``)."""
 
 
 class Stream(BaseModel):

@@ -56,11 +56,15 @@ def explanation_dict(ex: Explanation, source: str) -> dict[str, Any]:
         if ex.costs is None
         else {
             "actual_usd": round(ex.costs.actual_usd, 6),
-            "if_hit_usd": round(ex.costs.if_hit_usd, 6),
-            "miss_usd": round(ex.costs.miss_usd, 6),
+            "if_hit_usd": _rounded(ex.costs.if_hit_usd),
+            "miss_usd": _rounded(ex.costs.miss_usd),
             "prices_source": ex.costs.prices_source,
         },
     }
+
+
+def _rounded(usd: float | None) -> float | None:
+    return None if usd is None else round(usd, 6)
 
 
 def _when(at: float) -> str:
@@ -118,6 +122,9 @@ def explanation_lines(ex: Explanation) -> list[str]:
     )
     if ex.costs is None:
         lines.append("  cost: no known price for this model")
+    elif ex.costs.if_hit_usd is None or ex.costs.miss_usd is None:
+        c = ex.costs
+        lines.append(f"  cost: ${c.actual_usd:.4f} ({c.prices_source}; no list price for a hit)")
     else:
         c = ex.costs
         what = "the rebuild" if entry.outcome is Outcome.EXPECTED else "the miss"

@@ -120,6 +120,10 @@ def _request_dict(entry: LedgerEntry, cost: EntryCost | None) -> dict[str, Any]:
     if cost is not None:
         out["cost_usd"] = cost.cost_usd
         out["miss_cost_usd"] = cost.miss_cost_usd
+        if cost.reported:
+            out["cost_source"] = "provider"
+    if r.provider is not None:
+        out["provider"] = r.provider
     if outcome is Outcome.MISS or outcome is Outcome.EXPECTED:
         out.update(_details(entry))
     return out
@@ -131,11 +135,14 @@ _OUTCOME_VALUES = {o: o.value for o in Outcome}
 
 def cost_dict(c: CostTotals) -> dict[str, Any]:
     """Costs of a stream (or several): unpriced requests are counted, never priced at $0."""
-    return {
+    out: dict[str, Any] = {
         "cost_usd": round(c.cost_usd, 6),
         "miss_cost_usd": round(c.miss_cost_usd, 6),
         "unpriced_requests": c.unpriced_requests,
     }
+    if c.reported_requests:
+        out["reported_cost_requests"] = c.reported_requests
+    return out
 
 
 def _stream_dict(

@@ -122,6 +122,8 @@ def cost_line(a: SessionAnalysis, price_of: PriceFn, pricing_source: str | None)
     text = f"Cost: {format_usd(c.cost_usd)} · misses and rebuilds {format_usd(c.miss_cost_usd)}"
     if c.unpriced_requests:
         text += f" · {c.unpriced_requests} request(s) unpriced, not counted"
+    if c.reported_requests:
+        text += f" · {c.reported_requests} at the provider's reported cost"
     return text + (f" · prices: {pricing_source}" if pricing_source else "")
 
 

@@ -154,7 +154,7 @@ def field_rebuilds(view: View, color: bool) -> str:
 def field_ttl(view: View, color: bool) -> str:
     pc = view.get("prompt_cache")
     ttl = pc.get("ttl") if isinstance(pc, dict) else None
-    return f"ttl {ttl}" if ttl in ("5m", "1h") else ""
+    return f"ttl {ttl}" if ttl in ("5m", "30m", "1h", "24h") else ""
 
 
 def field_requests(view: View, color: bool) -> str:
