@@ -16,9 +16,6 @@ from cachediag.ingest.anthropic import token_count
 from cachediag.ingest.lines import BadLine, JsonObject
 from cachediag.model import RequestRecord, ServerReason, Ttl
 
-MIN_CACHEABLE_PREFIX_TOKENS = 1024
-"""OpenAI caches prompts from 1,024 tokens on, in 128-token steps (pricing.md)."""
-
 _DIAGNOSTIC_HIT = "cache_hit"
 _DIAGNOSTIC_MISS = "cache_miss"
 _TTLS: dict[str, Ttl] = {"5m": "5m", "30m": "30m", "1h": "1h", "24h": "24h"}

@@ -70,6 +70,8 @@ def merged_copy(record: RequestRecord, output_tokens: int, at: float) -> Request
         server_reason=record.server_reason,
         fingerprint=record.fingerprint,
         applied_edits=record.applied_edits,
+        provider=record.provider,
+        reported_cost_usd=record.reported_cost_usd,
     )
 
 
