@@ -22,7 +22,7 @@ import pytest
 from click.testing import CliRunner
 
 from cachediag.cli import main
-from tests.conftest import RULES, SPOTTER_SESSION
+from tests.conftest import REAL, RULES, SPOTTER_SESSION
 
 CHROMIUM = os.environ.get("CACHEDIAG_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 LAUNCH_FLAGS = [
@@ -219,3 +219,41 @@ def test_injected_markup_is_shown_as_text_never_run(
         assert opened.requests == [opened.url]
     finally:
         page.close()
+
+
+def test_session_picker_shows_each_session(
+    browser: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    tmp = tmp_path_factory.mktemp("several")
+    opened = Opened(
+        browser, write_report(tmp, str(REAL / "spotter"), str(REAL / "claude-code-viewer"))
+    )
+    page = opened.page
+    try:
+        options = page.locator("#session-picker option")
+        ids = [
+            json.loads(s)["session_id"]
+            for s in _analyze_lines(REAL / "spotter", REAL / "claude-code-viewer")
+        ]
+        assert options.count() == len(ids) > 1
+        # Several sessions: the totals come first.
+        assert page.evaluate(
+            "document.getElementById('overview').compareDocumentPosition("
+            "document.getElementById('session')) & Node.DOCUMENT_POSITION_FOLLOWING"
+        )
+        for i in range(options.count()):
+            page.select_option("#session-picker", str(i))
+            page.wait_for_function(f"location.hash === '#session={i}'")
+            meta = page.locator("#session-meta").inner_text()
+            assert any(meta.startswith(sid) for sid in ids)
+        assert page.locator("#top-misses tbody tr").count() == 4
+        assert opened.errors() == []
+        assert opened.requests == [opened.url]
+    finally:
+        page.close()
+
+
+def _analyze_lines(*paths: Path) -> list[str]:
+    result = CliRunner().invoke(main, ["analyze", "--json", "--now", "0", *map(str, paths)])
+    assert result.exit_code == 0, result.output
+    return result.stdout.splitlines()

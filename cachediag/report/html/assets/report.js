@@ -238,7 +238,7 @@
                            text: m.session_id.slice(0, 8), title: m.session_id });
       return el("tr", {}, [
         el("td", { class: "num", text: usd(m.cost_usd) }),
-        el("td", { text: utc(m.at, true) }),
+        el("td", { class: "time", text: utc(m.at, true).slice(0, 16) }),
         el("td", {}, [link]),
         el("td", { text: m.stream }),
         el("td", { class: "num", text: duration(m.gap_s) }),
@@ -273,8 +273,19 @@
       utc(s.first_at, true).slice(0, 16) + " - " + utc(s.last_at, true).slice(0, 16) + " UTC";
     var summary = document.getElementById("session-summary");
     summary.textContent = "";
+    var folded = null;
     s.summaries.forEach(function (line, i) {
-      summary.appendChild(el("div", { class: i ? "sub" : "", text: line }));
+      var row = el("div", { class: i ? "sub" : "", text: line });
+      if (i > 4 && s.summaries.length > 7) {
+        if (!folded) {
+          folded = el("details", { class: "sub" }, [
+            el("summary", { text: (s.summaries.length - 5) + " more streams" })]);
+          summary.appendChild(folded);
+        }
+        folded.appendChild(row);
+      } else {
+        summary.appendChild(row);
+      }
       if (i === 0 && s.cost_line) summary.appendChild(el("div", { text: s.cost_line }));
     });
     var notes = [];
@@ -343,7 +354,7 @@
                    lineStyle: { color: COLORS.expected, type: "dashed" }, label: { formatter: a[1] } });
     });
     s.switches.forEach(function (sw) {
-      if (sw.stream !== lane.id) return;
+      if (!laneHas(lane, sw.stream)) return;
       marks.push({ xAxis: sw.at * 1000, name: "model " + (sw.before || "?") + " -> " + (sw.after || "?"),
                    lineStyle: { color: COLORS.model }, label: { formatter: "model: " + (sw.after || "?") } });
     });
@@ -353,19 +364,19 @@
       label: { position: "insideEndTop", fontSize: 10, color: "#333" }, data: marks
     };
     series.push(read, bars("written", "written", COLORS.written), uncached);
-    var events = s.events.filter(function (e) { return e.stream === lane.id; });
+    var events = s.events.filter(function (e) { return laneHas(lane, e.stream); });
     var pos = {};
-    c.index.forEach(function (idx, i) { pos[idx] = i; });
+    c.index.forEach(function (idx, i) { pos[(c.stream ? c.stream[i] : lane.id) + ":" + idx] = i; });
     series.push({
       name: "events", type: "scatter", xAxisIndex: k, yAxisIndex: k, symbol: "pin", symbolSize: 26,
       z: 5,
       data: events.map(function (e) {
-        var i = pos[e.index];
+        var i = pos[e.stream + ":" + e.index];
         var total = c.read[i] + c.written[i] + c.input[i];
         return { value: [e.at * 1000, total, s.events.indexOf(e)],
                  itemStyle: { color: e.outcome === "miss" ? COLORS.miss : COLORS.expected } };
       }),
-      label: { show: events.length <= 40, position: "top", fontSize: 10, color: "#333",
+      label: { show: events.length <= 12, position: "top", fontSize: 10, color: "#333",
                formatter: function (p) { return causeText(s.events[p.value[2]]); } }
     });
     return series;
@@ -389,7 +400,8 @@
       }
       var lane = s.lanes[p.seriesIndex === undefined ? 0 : laneOfSeries[p.seriesIndex]];
       var c = lane.columns, i = p.data[2];
-      return "<b>" + esc(lane.label) + " #" + c.index[i] + "</b> · " + esc(c.outcome[i]) + "<br>" +
+      return "<b>" + esc(c.stream ? c.stream[i] : lane.label) + " #" + c.index[i] + "</b> · " +
+        esc(c.outcome[i]) + "<br>" +
         utc(c.at[i], true) + " UTC · " + esc(s.models[c.model[i]] || "(no model)") +
         "<br>read " + tokens(c.read[i]) + " · written " + tokens(c.written[i]) + " · uncached " +
         tokens(c.input[i]) + "<br>output " + tokens(c.output[i]) + " · cost " + usd(c.cost[i], 4);
@@ -397,10 +409,41 @@
   }
   var laneOfSeries = [];
 
+  function laneHas(lane, streamId) {
+    return lane.ids ? lane.ids.indexOf(streamId) >= 0 : lane.id === streamId;
+  }
+
+  // Side calls (titles, quota checks: a request or two each) share one lane; every
+  // other stream (subagents, compaction agents, sidechains) has its own.
+  function viewLanes(s) {
+    var out = [], side = [];
+    s.lanes.forEach(function (l) {
+      if (!l.columns || !l.columns.at.length) return;
+      (l.kind === "side_call" ? side : out).push(l);
+    });
+    if (side.length > 1) out.push(mergeLanes(side));
+    else out = out.concat(side);
+    return out;
+  }
+
+  function mergeLanes(lanes) {
+    var keys = ["at", "index", "input", "read", "written", "output", "cost", "model", "outcome"];
+    var rows = [], c = { stream: [] };
+    keys.forEach(function (k) { c[k] = []; });
+    lanes.forEach(function (l) { l.columns.at.forEach(function (_, i) { rows.push([l, i]); }); });
+    rows.sort(function (a, b) { return a[0].columns.at[a[1]] - b[0].columns.at[b[1]]; });
+    rows.forEach(function (r) {
+      keys.forEach(function (k) { c[k].push(r[0].columns[k][r[1]]); });
+      c.stream.push(r[0].id);
+    });
+    return { id: null, ids: lanes.map(function (l) { return l.id; }), kind: "side_call",
+             label: "side calls (" + lanes.length + " streams)", columns: c, windows: [], announced: [] };
+  }
+
   function drawTimeline(s) {
     var node = document.getElementById("timeline");
     var note = document.getElementById("timeline-note");
-    var lanes = s.lanes.filter(function (l) { return l.columns && l.columns.at.length; });
+    var lanes = viewLanes(s);
     if (timeline) { timeline.dispose(); charts.splice(charts.indexOf(timeline), 1); timeline = null; }
     if (!lanes.length) {
       node.hidden = true;
@@ -411,9 +454,14 @@
     }
     node.hidden = false;
     note.textContent = "Drag or scroll to zoom; hover a bar, a pin, a band or a line for details. Times in UTC.";
-    var top = 40, mainH = 200, laneH = 70, gap = 34;
+    var top = 40, mainH = 200, laneH = lanes.length > 8 ? 50 : 70, gap = 34;
     var grids = [], xAxes = [], yAxes = [], series = [];
     var t0 = s.first_at * 1000, t1 = s.last_at * 1000;
+    var multiDay = utc(s.first_at, true).slice(0, 10) !== utc(s.last_at, true).slice(0, 10);
+    function timeLabel(ms) {
+      var text = utc(ms / 1000, true);
+      return multiDay ? text.slice(5, 16) : text.slice(11, 16);
+    }
     var pad = Math.max(60000, (t1 - t0) * 0.01);
     laneOfSeries = [];
     lanes.forEach(function (lane, k) {
@@ -422,7 +470,8 @@
       top += h + gap;
       // containShape off: a lane with one bar would otherwise widen its own axis.
       xAxes.push({ type: "time", gridIndex: k, min: t0 - pad, max: t1 + pad, containShape: false,
-                   axisLabel: { hideOverlap: true, fontSize: 10 }, splitLine: { show: false } });
+                   axisLabel: { hideOverlap: true, fontSize: 10, formatter: timeLabel },
+                   splitLine: { show: false } });
       yAxes.push({ type: "value", gridIndex: k, name: lane.label, nameLocation: "end",
                    nameTextStyle: { align: "left", fontWeight: "bold", padding: [0, 0, 0, -60] },
                    splitNumber: k ? 2 : 4, axisLabel: { formatter: compact, fontSize: 10 } });
@@ -468,6 +517,11 @@
 
   document.getElementById("generator").textContent = DATA.generator || "cachediag";
   drawOverview();
+  if (SESSIONS.length === 1) {
+    // One session: its story first, the totals after.
+    var overview = document.getElementById("overview");
+    overview.parentNode.insertBefore(document.getElementById("session"), overview);
+  }
   if (SESSIONS.length) {
     drawPicker();
     var h = fromHash();
