@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, tzinfo
 from pathlib import Path
 from typing import Generic, TypeVar
 
@@ -26,6 +27,8 @@ class AuditOptions:
     until: float | None = None
     top: int = 10
     pricing_file: Path | None = None
+    zone: tzinfo = UTC
+    """Where days, weeks and months begin."""
 
 
 @dataclass(slots=True)
@@ -50,7 +53,12 @@ class AuditRender(Generic[T]):
     def __call__(self, analysis: SessionAnalysis) -> tuple[SessionAudit, T | None]:
         o = self.options
         audited = audit_session(
-            analysis, price_function(o.pricing_file), since=o.since, until=o.until, top=o.top
+            analysis,
+            price_function(o.pricing_file),
+            since=o.since,
+            until=o.until,
+            top=o.top,
+            zone=o.zone,
         )
         return audited, None if self.keep is None else self.keep(analysis)
 

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,10 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 # The capture proxy's default folder is joined to every transcript read: a developer's
 # own ~/.local/state/cachediag/captures must not change what the tests see.
 os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="cachediag-test-state-")
+# Human output is in the machine's zone (as ccusage's): tests pin it, whatever the
+# machine running them, and pass --timezone where a zone is the point.
+os.environ["TZ"] = "UTC"
+time.tzset()
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"

@@ -197,7 +197,7 @@ def test_unpriced_model_is_reported_not_counted_as_zero(tmp_path: Path) -> None:
     assert report["totals"]["unpriced_requests"] == 2
     assert report["totals"]["recache_share"] is None
     result = CliRunner().invoke(main, ["audit", "--no-progress", str(path)])
-    assert "2 request(s) unpriced (no price for mystery-model-9)" in result.stdout
+    assert "2 requests unpriced (no price for mystery-model-9)" in result.stdout
 
 
 def test_audit_session_by_hand() -> None:

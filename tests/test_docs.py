@@ -50,7 +50,8 @@ def run_example(command: str) -> str:
     env = {
         **os.environ,
         "PYTHONPATH": str(ROOT),
-        "COLUMNS": "100",
+        "COLUMNS": "80",
+        "TZ": "UTC",
         "NO_COLOR": "1",
         "CACHEDIAG_PYTHON": sys.executable,
     }

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from cachediag.cli import main
-from tests.conftest import FIXTURES, SPOTTER_SESSION
+from tests.conftest import FIXTURES, RULES, SPOTTER_SESSION
 
 CAPTURES = FIXTURES / "captures"
 
@@ -29,8 +29,8 @@ def test_default_is_the_last_miss_with_tool_names() -> None:
     result = _explain(str(CAPTURES / "tools_changed.jsonl"))
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("Request 2 of stream main (claude-opus-4-5-20251101)")
-    assert lines[0].endswith(": miss")
+    assert lines[0] == "Request 2 of stream main: miss · claude-opus-4-5-20251101 ·"
+    assert lines[1] == "  2025-11-30 00:00:52 UTC"
     assert "  cause: tools_changed (inferred from the log)" in lines
     assert "  tools added: WebFetch" in lines
     assert "  tools removed: LS" in lines
@@ -123,7 +123,24 @@ def test_errors(args: list[str], message: str) -> None:
     assert message in result.stderr
 
 
-def test_no_miss_says_so() -> None:
+def test_no_miss_says_so_in_one_line() -> None:
     result = _explain(str(CAPTURES / "pause_under_1h_hit.jsonl"))
-    assert result.exit_code == 1
-    assert "no miss in stream 'main'" in result.stderr
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "no miss or rebuild in stream main (4 requests)\n"
+    assert "--request N" in result.stderr
+
+
+def test_no_miss_falls_back_to_the_last_expected_rebuild() -> None:
+    result = _explain(str(RULES / "compaction_expected.jsonl"))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("Request 1 of stream main: expected ·")
+    assert "  expected rebuild, announced by a compaction" in result.stdout
+    assert "the rebuild cost $" in result.stdout
+
+
+def test_a_hit_is_not_priced_as_a_miss() -> None:
+    result = _explain(str(CAPTURES / "pause_under_1h_hit.jsonl"), "--request", "1")
+    assert result.exit_code == 0, result.output
+    assert "more" not in result.stdout
+    assert "re-processed" not in result.stdout
+    assert "(a hit)" in result.stdout

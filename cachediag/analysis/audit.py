@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from enum import StrEnum
 
 from cachediag.analysis.costs import miss_cost_usd, request_cost_usd
@@ -26,6 +26,9 @@ class GroupBy(StrEnum):
     SESSION = "session"
     PROJECT = "project"
     DAY = "day"
+    WEEK = "week"
+    MONTH = "month"
+    GAP = "gap"
     MODEL = "model"
     CAUSE = "cause"
     STREAM_KIND = "stream-kind"
@@ -104,8 +107,49 @@ class SessionAudit:
     skipped_lines: int = 0
 
 
-def day_of(at: float) -> str:
-    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d")
+CALENDAR = (GroupBy.DAY, GroupBy.WEEK, GroupBy.MONTH)
+
+
+def day_of(at: float, zone: tzinfo = UTC) -> str:
+    return datetime.fromtimestamp(at, zone).strftime("%Y-%m-%d")
+
+
+def week_of(at: float, zone: tzinfo = UTC) -> str:
+    """The ISO week (Monday to Sunday) in ``zone``: ``2026-W07``."""
+    year, week, _ = datetime.fromtimestamp(at, zone).isocalendar()
+    return f"{year}-W{week:02d}"
+
+
+def month_of(at: float, zone: tzinfo = UTC) -> str:
+    return datetime.fromtimestamp(at, zone).strftime("%Y-%m")
+
+
+GAP_BUCKETS: tuple[tuple[float, str], ...] = (
+    (60, "<1m"),
+    (300, "1-5m"),
+    (600, "5-10m"),
+    (1800, "10-30m"),
+    (3600, "30-60m"),
+    (float("inf"), ">1h"),
+)
+FIRST_REQUEST = "first request"
+"""The gap bucket of a stream's first request: nothing before it to be idle after."""
+
+
+def gap_key(gap_s: float | None, ttl_in_force: str) -> str:
+    """The idle-gap bucket of a request, with the TTL that was in force across the gap
+    when it was the hour (a 20-minute pause means a miss under 5m, a hit under 1h)."""
+    if gap_s is None:
+        return FIRST_REQUEST
+    label = next(name for limit, name in GAP_BUCKETS if gap_s < limit)
+    return label if ttl_in_force == "5m" else f"{label} @{ttl_in_force}"
+
+
+def _gap_order(key: str) -> tuple[int, int, str]:
+    label, _, ttl = key.partition(" @")
+    names = [name for _, name in GAP_BUCKETS]
+    rank = names.index(label) if label in names else -1
+    return (rank, 1 if ttl else 0, key)
 
 
 def cause_key(entry: LedgerEntry) -> str:
@@ -132,6 +176,7 @@ def audit_session(
     since: float | None = None,
     until: float | None = None,
     top: int = 10,
+    zone: tzinfo = UTC,
 ) -> SessionAudit:
     """Costs of one session's requests inside ``[since, until)``.
 
@@ -147,6 +192,9 @@ def audit_session(
         kind = stream.log.kind.value
         kept = [e for e in stream.entries if _in_range(e.record.at, since, until)]
         kept_streams.append(kept)
+        # The TTL in force across a gap is the one the previous request left.
+        pairs = zip(stream.entries, stream.entries[1:], strict=False)
+        ttl_before = {e.index: prev.ttl for prev, e in pairs}
         for e in kept:
             r = e.record
             t = Totals(
@@ -190,7 +238,10 @@ def audit_session(
             out.totals.add(t)
             keys = {
                 GroupBy.PROJECT: log.project or "(none)",
-                GroupBy.DAY: day_of(r.at),
+                GroupBy.DAY: day_of(r.at, zone),
+                GroupBy.WEEK: week_of(r.at, zone),
+                GroupBy.MONTH: month_of(r.at, zone),
+                GroupBy.GAP: gap_key(e.gap_s, ttl_before.get(e.index, e.ttl)),
                 GroupBy.MODEL: r.model or "(no model)",
                 GroupBy.CAUSE: cause_key(e),
                 GroupBy.STREAM_KIND: kind,
@@ -256,8 +307,10 @@ class Audit:
         """One row per group, most expensive first (then by name)."""
         if by is GroupBy.SESSION:
             pairs = [(s.session_id, s.totals) for s in self.sessions]
-        elif by is GroupBy.DAY:
+        elif by in CALENDAR:
             return sorted(self.groups[by].items())
+        elif by is GroupBy.GAP:
+            return sorted(self.groups[by].items(), key=lambda kv: _gap_order(kv[0]))
         else:
             pairs = list(self.groups[by].items())
         return sorted(pairs, key=lambda kv: (-kv[1].cost_usd, kv[0]))

@@ -155,3 +155,14 @@ def last_miss_index(entries: list[LedgerEntry]) -> int | None:
         if entry.outcome is Outcome.MISS:
             return entry.index
     return None
+
+
+def default_target(entries: list[LedgerEntry]) -> int | None:
+    """What ``explain`` tells by default: the last miss, else the last expected rebuild."""
+    found = last_miss_index(entries)
+    if found is not None:
+        return found
+    for entry in reversed(entries):
+        if entry.outcome is Outcome.EXPECTED:
+            return entry.index
+    return None

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import tzinfo
 from pathlib import Path
 
 import click
@@ -14,11 +15,13 @@ from cachediag.analysis.session import SessionAnalysis
 from cachediag.cli.captures import capture_join, captures_option
 from cachediag.cli.common import (
     CachediagError,
+    Progress,
     emit_json,
     pricing_option,
     report_issues,
     stderr_progress,
 )
+from cachediag.cli.window import Bound, Window, resolve_window, window_options, zone_or_local
 
 
 @click.command()
@@ -33,8 +36,10 @@ from cachediag.cli.common import (
     "--now",
     type=float,
     metavar="EPOCH",
-    help="Pin the clock (Unix seconds) for 'warm' and 'expires_at'; default: now.",
+    help="Pin the clock (Unix seconds) for 'warm', 'expires_at' and spans like "
+    "--since 7d; default: now.",
 )
+@window_options
 @pricing_option
 @click.option(
     "--jq",
@@ -55,6 +60,9 @@ def analyze(
     requests: bool,
     now: float | None,
     jq_filter: str | None,
+    since: Bound | None = None,
+    until: Bound | None = None,
+    zone: tzinfo | None = None,
     pricing_file: Path | None = None,
     jobs: int | None = None,
     captures_dir: Path | None = None,
@@ -66,46 +74,71 @@ def analyze(
     folders, project folders or a whole projects tree, or request logs (claude-trace and
     other request/response captures, API responses, OpenAI usage, cachediag records).
     With no PATHS, logs piped on stdin are read ('-' names stdin explicitly); otherwise
-    all of ~/.claude/projects (or $CLAUDE_CONFIG_DIR/projects).
+    all of ~/.claude/projects (or $CLAUDE_CONFIG_DIR/projects). --since/--until keep the
+    sessions with a request in that window (each is still analysed whole). Several
+    sessions are shown oldest first, with a totals line.
 
     \b
     Examples:
       cachediag analyze ~/.claude/projects/-home-me-app/0d1e...jsonl
       cat s.jsonl | cachediag analyze --json | jq '.prompt_cache.hit_ratio'
       cachediag analyze --requests --jq '.requests[] | select(.outcome=="miss")' s.jsonl
+      cachediag analyze --since 24h --timezone America/New_York
     """
     from cachediag.pipeline import Run, default_paths, stdin_is_piped
 
     stdin = sys.stdin.buffer if (not paths and stdin_is_piped()) or "-" in map(str, paths) else None
     path_list = list(paths) if paths else ([Path("-")] if stdin is not None else default_paths())
     clock = time.time() if now is None else now
+    display = zone_or_local(zone)
+    window = resolve_window(since, until, clock, display)
     run = Run(jobs=jobs, enrich=capture_join(captures_dir, no_captures))
-    progress = stderr_progress("reading sessions")
+    as_json = as_json or jq_filter is not None or requests
+    # Tables are printed once every session is read (oldest first): a bar may use the
+    # terminal meanwhile. JSON lines stream, so then only when stdout is not the terminal.
+    progress = stderr_progress("reading sessions") if as_json else table_progress()
     run.on_progress = progress.update if progress else None
 
-    if as_json or jq_filter is not None or requests:
-        lines = run.rendered(path_list, stdin, clock, SessionJson(requests, pricing_file))
+    if as_json:
+        render = SessionJson(requests, pricing_file, window)
+        lines = (line for line in run.rendered(path_list, stdin, clock, render) if line)
         if jq_filter is None:
             for line in lines:
                 click.echo(line)
         else:
             emit_json(map(json.loads, lines), jq_filter)
     else:
-        from rich.console import Console
+        from rich.console import Console, RenderableType
 
         from cachediag.pricing import price_function, pricing_source
-        from cachediag.report.tables import print_session
+        from cachediag.report.tables import SessionTotals, session_report, totals_lines
 
         price_of, source = price_function(pricing_file), pricing_source(pricing_file)
         console = Console()
-        count = 0
+        shown: list[tuple[float, int, list[RenderableType]]] = []
+        totals = SessionTotals()
         for a in run.sessions(path_list, stdin, clock):
-            if count:
+            if not window.open and not in_window(a, window):
+                continue
+            totals.add(a, price_of)
+            parts = session_report(a, price_of, source, zone=display, width=console.width)
+            shown.append((first_at(a), len(shown), list(parts)))
+        if progress:
+            progress.close()
+            progress = None
+        for n, (_, _, parts) in enumerate(sorted(shown, key=lambda s: (s[0], s[1]))):
+            if n:
                 console.print()
-            print_session(console, a, price_of, source)
-            count += 1
-        if count == 0 and not run.errors:
-            click.echo("No sessions found.", err=True)
+            for part in parts:
+                console.print(part, soft_wrap=True)
+        if len(shown) > 1:
+            console.print()
+            for part in totals_lines(totals, width=console.width):
+                console.print(part, soft_wrap=True)
+        if not shown and not run.errors:
+            click.echo(
+                "No sessions found." if window.open else "No sessions in that window.", err=True
+            )
     if progress:
         progress.close()
     report_issues(run.issues)
@@ -121,10 +154,15 @@ class SessionJson:
 
     requests: bool
     pricing_file: Path | None
+    window: Window = field(default_factory=Window)
 
     def __call__(self, a: SessionAnalysis) -> str:
+        """The JSON line; empty for a session with no request in the window."""
         from cachediag.pricing import price_function, pricing_source
         from cachediag.report.serialize import session_dict
+
+        if not self.window.open and not in_window(a, self.window):
+            return ""
 
         obj = session_dict(
             a,
@@ -133,3 +171,19 @@ class SessionJson:
             pricing_source=pricing_source(self.pricing_file),
         )
         return json.dumps(obj, ensure_ascii=False)
+
+
+def in_window(a: SessionAnalysis, window: Window) -> bool:
+    return any(window.holds(e.record.at) for s in a.streams for e in s.entries)
+
+
+def first_at(a: SessionAnalysis) -> float:
+    """When the session started; sessions without requests sort last."""
+    times = [s.entries[0].record.at for s in a.streams if s.entries]
+    return min(times) if times else float("inf")
+
+
+def table_progress() -> Progress | None:
+    import sys
+
+    return Progress("reading sessions") if sys.stderr.isatty() else None

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from cachediag.cli.common import CachediagError, pricing_option, report_issues
+from cachediag.cli.common import CachediagError, emit_json, pricing_option, report_issues
+from cachediag.cli.window import Bound, Window, resolve_window, window_options, zone_or_local
 
 if TYPE_CHECKING:
     from cachediag.analysis.session import SessionAnalysis
@@ -21,14 +23,22 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
 
-BY_CHOICES = ["session", "project", "day", "model", "cause", "stream-kind"]
+BY_CHOICES = ["session", "project", "day", "week", "month", "gap", "model", "cause", "stream-kind"]
 
 
-def _epoch(day: datetime | None, *, end: bool = False) -> float | None:
-    if day is None:
+def iso_bound(at: float | None) -> str | None:
+    """A window's end for JSON: the instant in UTC, the same whatever --timezone said."""
+    if at is None:
         return None
-    start = day.replace(tzinfo=UTC)
-    return (start + timedelta(days=1) if end else start).timestamp()
+    return datetime.fromtimestamp(at, UTC).isoformat().replace("+00:00", "Z")
+
+
+def audit_window(
+    since: Bound | None, until: Bound | None, zone: tzinfo | None, now: float | None
+) -> tuple[Window, tzinfo]:
+    """The window ``audit_inputs``' options describe, and the zone days begin in."""
+    display = zone_or_local(zone)
+    return resolve_window(since, until, time.time() if now is None else now, display), display
 
 
 @contextmanager
@@ -63,18 +73,18 @@ def _progress(enabled: bool) -> Iterator[tuple[Any, Any]]:
 def audit_inputs(command: F) -> F:
     """The inputs, window, prices and reading of an audit; ``report`` takes the same.
 
-    The decorated function receives ``paths``, ``since``, ``until``, ``top``,
-    ``pricing_file``, ``progress`` and ``jobs``; ``read_audit`` turns them into a run.
+    The decorated function receives ``paths``, ``since``, ``until``, ``zone``, ``now``,
+    ``top``, ``pricing_file``, ``progress`` and ``jobs``; ``audit_window`` resolves the
+    window and ``read_audit`` turns the rest into a run.
     """
     options = [
         click.argument("paths", nargs=-1, type=click.Path(path_type=Path)),
+        window_options,
         click.option(
-            "--since", type=click.DateTime(["%Y-%m-%d"]), help="Requests from this UTC day on."
-        ),
-        click.option(
-            "--until",
-            type=click.DateTime(["%Y-%m-%d"]),
-            help="Requests up to and including this UTC day.",
+            "--now",
+            type=float,
+            metavar="EPOCH",
+            help="Pin the clock (Unix seconds) that spans like --since 7d count back from.",
         ),
         click.option(
             "--top",
@@ -93,8 +103,7 @@ def audit_inputs(command: F) -> F:
             "--jobs",
             type=click.IntRange(min=1),
             default=None,
-            help="Processes, this one included (default: one per core from 4 MB of input, "
-            "else 1).",
+            help="Processes, this one included (default: one per core from 4 MB of input, else 1).",
         ),
     ]
     for option in reversed(options):
@@ -104,8 +113,8 @@ def audit_inputs(command: F) -> F:
 
 def read_audit(
     paths: tuple[Path, ...],
-    since: datetime | None,
-    until: datetime | None,
+    window: Window,
+    zone: tzinfo,
     top: int,
     pricing_file: Path | None,
     progress: bool | None,
@@ -117,7 +126,7 @@ def read_audit(
     from cachediag.pipeline_audit import AuditOptions, run_audit
 
     options = AuditOptions(
-        since=_epoch(since), until=_epoch(until, end=True), top=top, pricing_file=pricing_file
+        since=window.since, until=window.until, top=top, pricing_file=pricing_file, zone=zone
     )
     show = sys.stderr.isatty() if progress is None else progress
     with _progress(show) as (on_start, on_done):
@@ -148,18 +157,30 @@ def report_run_errors(run: AuditRun[Any]) -> None:
     type=click.Choice(BY_CHOICES),
     default="project",
     show_default=True,
-    help="Break totals down by this.",
+    help="Break totals down by this (day, week and month in --timezone; gap: the idle "
+    "time before each request).",
 )
+@click.option("--tokens", is_flag=True, help="Token columns (input, output, cache write/read).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (see --schema).")
+@click.option(
+    "--jq",
+    "jq_filter",
+    metavar="FILTER",
+    help="Apply a jq program to the JSON object (implies --json); strings print raw.",
+)
 @click.option("--csv", "as_csv", is_flag=True, help="CSV: a header row, then one row per group.")
 @click.option("--schema", is_flag=True, help="Print the JSON Schema of --json output and exit.")
 def audit(
     paths: tuple[Path, ...],
     by: str,
-    since: datetime | None,
-    until: datetime | None,
+    since: Bound | None,
+    until: Bound | None,
+    zone: tzinfo | None,
+    now: float | None,
     top: int,
+    tokens: bool,
     as_json: bool,
+    jq_filter: str | None,
     as_csv: bool,
     schema: bool,
     pricing_file: Path | None,
@@ -175,7 +196,9 @@ def audit(
 
     \b
     Examples:
-      cachediag audit --by day --since 2026-01-01
+      cachediag audit --by day --since 2026-01-01 --timezone Europe/Paris
+      cachediag audit --by week --since 4w --tokens
+      cachediag audit --by gap                 miss rate by idle time: 5m or 1h TTL?
       cachediag audit --json | jq '.whatif.recommendation'
       cachediag audit --by model --csv > costs.csv
     """
@@ -185,19 +208,23 @@ def audit(
     if schema:
         click.echo(json.dumps(AuditReport.model_json_schema(), indent=2))
         return
+    as_json = as_json or jq_filter is not None
     if as_json and as_csv:
-        raise click.UsageError("--json and --csv are exclusive")
+        raise click.UsageError("--json (or --jq) and --csv are exclusive")
+    window, display = audit_window(since, until, zone, now)
     from cachediag.report.audit import build_report
 
-    run: AuditRun[None] = read_audit(paths, since, until, top, pricing_file, progress, jobs)
+    run: AuditRun[None] = read_audit(paths, window, display, top, pricing_file, progress, jobs)
     report = build_report(
         run.audit,
         GroupBy(by),
         run.pricing_source,
-        since=None if since is None else since.date().isoformat(),
-        until=None if until is None else until.date().isoformat(),
+        since=iso_bound(window.since),
+        until=iso_bound(window.until),
     )
-    if as_json:
+    if jq_filter is not None:
+        emit_json([report.model_dump(mode="json")], jq_filter)
+    elif as_json:
         click.echo(report.model_dump_json())
     elif as_csv:
         from cachediag.report.audit import report_csv
@@ -211,5 +238,6 @@ def audit(
         if run.sessions_read == 0 and not run.errors:
             click.echo("No sessions found.", err=True)
         else:
-            Console().print(audit_tables(report))
+            console = Console()
+            console.print(audit_tables(report, zone=display, tokens=tokens, width=console.width))
     report_run_errors(run)

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-import sys
 import time
+from datetime import tzinfo
 from pathlib import Path
 from typing import Any
 
 import click
 
 from cachediag.analysis.costs import ModelPrices
+from cachediag.analysis.session import SessionAnalysis
+from cachediag.cli.analyze import in_window
 from cachediag.cli.captures import capture_join, captures_option
-from cachediag.cli.common import CachediagError, emit_json, report_issues
+from cachediag.cli.common import CachediagError, emit_json, piped_stdin, report_issues
+from cachediag.cli.window import Bound, resolve_window, window_options, zone_or_local
 
 
 def _prices_for(model: str | None, at: float) -> ModelPrices | None:
@@ -59,7 +62,7 @@ def _genai_prices(model: str, at: float) -> ModelPrices | None:
 
 
 @click.command()
-@click.argument("log", type=click.Path(path_type=Path))
+@click.argument("log", required=False, type=click.Path(path_type=Path))
 @click.option(
     "--request",
     "index",
@@ -76,6 +79,13 @@ def _genai_prices(model: str, at: float) -> ModelPrices | None:
     show_default=True,
     help="Which conversation --request counts in (see analyze --json streams).",
 )
+@window_options
+@click.option(
+    "--now",
+    type=float,
+    metavar="EPOCH",
+    help="Pin the clock that spans like --since 2h count from.",
+)
 @click.option("--json", "as_json", is_flag=True, help="The same account as one JSON object.")
 @click.option(
     "--jq",
@@ -85,49 +95,75 @@ def _genai_prices(model: str, at: float) -> ModelPrices | None:
 )
 @captures_option
 def explain(
-    log: Path,
+    log: Path | None,
     index: int | None,
     message_id: str | None,
     stream_id: str,
+    since: Bound | None,
+    until: Bound | None,
+    zone: tzinfo | None,
+    now: float | None,
     as_json: bool,
     jq_filter: str | None,
     captures_dir: Path | None = None,
     no_captures: bool = False,
 ) -> None:
-    """Explain one request against the one before it (default: the last miss).
+    """Explain one request against the one before it (default: the last miss, else the
+    last expected rebuild).
 
-    LOG is a capture, a transcript or any log analyze reads ('-' for stdin). Shows what
-    changed (tools added, removed or redefined by name; system blocks with character
-    deltas; the first rewritten message; model, betas, effort, thinking before -> after),
-    the TTL and idle gap, the tokens re-processed and what the miss cost over a hit.
+    LOG is a capture, a transcript or any log analyze reads ('-' for stdin; piped logs
+    are read without it). With no LOG, the most recent session of the Claude Code
+    history (in the --since/--until window, if given). Shows what changed (tools added,
+    removed or redefined by name; system blocks with character deltas; the first
+    rewritten message; model, betas, effort, thinking before -> after), the TTL and idle
+    gap, the tokens re-processed and what the miss cost over a hit.
 
     \b
     Examples:
       cachediag explain capture.jsonl
       cachediag explain capture.jsonl --request 12 --json
       cachediag explain session.jsonl --message-id msg_01ABC
+      cachediag explain --since 1h          the last miss of the past hour's session
     """
-    from cachediag.analysis.explain import explain_request, last_miss_index
-    from cachediag.pipeline import Run
+    from cachediag.analysis.explain import default_target, explain_request
+    from cachediag.pipeline import Run, default_paths
     from cachediag.report.explain import explanation_dict, explanation_lines
 
     if index is not None and message_id is not None:
         raise click.UsageError("give --request or --message-id, not both")
-    stdin = sys.stdin.buffer if str(log) == "-" else None
+    clock = time.time() if now is None else now
+    display = zone_or_local(zone)
+    window = resolve_window(since, until, clock, display)
+    stdin = piped_stdin() if log is None or str(log) == "-" else None
+    if log is not None:
+        paths = [log]
+    elif stdin is not None:
+        paths = [Path("-")]
+    else:
+        paths = default_paths()
+    name = "stdin" if paths == [Path("-")] else (str(log) if log else "the history")
     run = Run(enrich=capture_join(captures_dir, no_captures))
-    sessions = list(run.sessions([log], stdin, time.time()))
+    sessions = [s for s in run.sessions(paths, stdin, clock) if window.open or in_window(s, window)]
     if run.errors:
         raise CachediagError(run.errors[-1])
     if not sessions:
-        raise CachediagError(f"{log}: no session found")
-    if len(sessions) > 1:
+        raise CachediagError(
+            f"{name}: no session found" + ("" if window.open else " in that window")
+        )
+    if len(sessions) > 1 and log is not None:
         names = ", ".join(s.log.session_id for s in sessions[:5])
         more = f" and {len(sessions) - 5} more" if len(sessions) > 5 else ""
         raise CachediagError(
-            f"{log}: holds {len(sessions)} sessions ({names}{more}); explain one session: "
-            "pass its transcript or capture file"
+            f"{name}: holds {len(sessions)} sessions ({names}{more}); explain one session: "
+            "pass its transcript or capture file, or narrow it with --since/--until"
         )
-    session = sessions[0]
+    session = max(sessions, key=last_at)
+    if len(sessions) > 1:
+        click.echo(
+            f"cachediag: explaining the most recent of {len(sessions)} sessions: "
+            f"{session.log.session_id} ({session.log.source})",
+            err=True,
+        )
     report_issues(session.log.issues)
     target = None
     for stream in session.streams:
@@ -137,12 +173,15 @@ def explain(
                 target = (stream, hit.index)
                 break
         elif stream.log.id == stream_id:
-            pos = last_miss_index(stream.entries) if index is None else index
+            pos = default_target(stream.entries) if index is None else index
             if pos is None:
-                raise CachediagError(
-                    f"no miss in stream {stream_id!r} of {log}; pass --request N to explain "
-                    "any request"
+                n = len(stream.entries)
+                click.echo(
+                    f"no miss or rebuild in stream {stream_id} ({n} request{'s' if n != 1 else ''})"
                 )
+                if n:
+                    click.echo("cachediag: --request N explains any request", err=True)
+                return
             if not 0 <= pos < len(stream.entries):
                 raise CachediagError(
                     f"stream {stream_id!r} has {len(stream.entries)} requests (0-"
@@ -152,12 +191,25 @@ def explain(
             break
     if target is None:
         what = f"message id {message_id!r}" if message_id else f"stream {stream_id!r}"
-        raise CachediagError(f"{log}: no {what}")
+        raise CachediagError(f"{name}: no {what}")
     stream, pos = target
     record = stream.entries[pos].record
     ex = explain_request(stream.log.id, stream.entries, pos, _prices_for(record.model, record.at))
     if as_json or jq_filter is not None:
         emit_json([explanation_dict(ex, session.log.source)], jq_filter)
-    else:
-        for line in explanation_lines(ex):
-            click.echo(line)
+        return
+    from rich.console import Console
+
+    from cachediag.report.layout import wrap_parts
+
+    width = Console().width
+    for line in explanation_lines(ex, display):
+        indent = line[: len(line) - len(line.lstrip())]
+        sep = " · " if " · " in line else "; "
+        for part in wrap_parts(line.lstrip().split(sep), width, indent=indent, sep=sep):
+            click.echo(part)
+
+
+def last_at(a: SessionAnalysis) -> float:
+    times = [s.entries[-1].record.at for s in a.streams if s.entries]
+    return max(times) if times else float("-inf")

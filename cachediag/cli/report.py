@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from cachediag.cli.audit import _epoch, audit_inputs, read_audit, report_run_errors
+from cachediag.cli.audit import (
+    audit_inputs,
+    audit_window,
+    iso_bound,
+    read_audit,
+    report_run_errors,
+)
 from cachediag.cli.common import CachediagError
+from cachediag.cli.window import Bound
 
 if TYPE_CHECKING:
     from cachediag.report.html.data import PageDict
@@ -35,8 +42,10 @@ if TYPE_CHECKING:
 @click.option("--title", default="cachediag report", show_default=True, help="Page title.")
 def report(
     paths: tuple[Path, ...],
-    since: datetime | None,
-    until: datetime | None,
+    since: Bound | None,
+    until: Bound | None,
+    zone: tzinfo | None,
+    now: float | None,
     top: int,
     pricing_file: Path | None,
     progress: bool | None,
@@ -65,8 +74,9 @@ def report(
     from cachediag.report.html.data import SessionPage, page_data
     from cachediag.report.html.page import render_page
 
-    keep = SessionPage(pricing_file, _epoch(since), _epoch(until, end=True))
-    run = read_audit(paths, since, until, top, pricing_file, progress, jobs, keep=keep)
+    window, display = audit_window(since, until, zone, now)
+    keep = SessionPage(pricing_file, window.since, window.until)
+    run = read_audit(paths, window, display, top, pricing_file, progress, jobs, keep=keep)
     pages: list[PageDict] = run.kept
     if not pages:
         report_run_errors(run)
@@ -76,8 +86,8 @@ def report(
         run.pricing_source,
         pages,
         timelines=timelines,
-        since=None if since is None else since.date().isoformat(),
-        until=None if until is None else until.date().isoformat(),
+        since=iso_bound(window.since),
+        until=iso_bound(window.until),
         generator=f"cachediag {__version__}",
     )
     text = render_page(data, title)

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import csv
 import io
-from datetime import UTC, datetime
+from datetime import UTC, tzinfo
 
 from pydantic import BaseModel, ConfigDict
 from rich.console import Group, RenderableType
-from rich.table import Table
-from rich.text import Text
 
 from cachediag.analysis.audit import Audit, GroupBy, MissRow, Totals
 from cachediag.analysis.whatif import Policy, WhatIf
-from cachediag.report.tables import format_duration
+from cachediag.report.clock import format_minute, zone_label
+from cachediag.report.layout import Column, compact_count, fitted_table, short_id, text_lines
+from cachediag.report.tables import format_duration, plural
 
 SCHEMA_VERSION = 1
 
@@ -212,47 +212,97 @@ def _share(value: float | None) -> str:
     return "-" if value is None else f"{value:.1%}"
 
 
-def _time(at: float | None) -> str:
-    return "-" if at is None else datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M")
+def _tokens(values: list[int], header: str, short: str, keep: int) -> Column:
+    return Column(
+        header,
+        [[f"{v:,}" for v in values], [compact_count(v) for v in values]],
+        justify="right",
+        keep=keep,
+        short_header=short,
+    )
 
 
-def _groups_table(report: AuditReport) -> Table:
-    table = Table(title=f"By {report.by}", show_edge=False, pad_edge=False)
-    table.add_column(report.by, overflow="fold")
-    for name in ("requests", "misses", "cost", "re-caching", "share"):
-        table.add_column(name, justify="right")
-    for row in [*report.groups, report.totals]:
-        style = "bold" if row is report.totals else None
-        table.add_row(
-            row.key,
-            f"{row.requests:,}",
-            f"{row.misses:,}",
-            _usd(row.cost_usd) + ("*" if row.unpriced_requests else ""),
-            _usd(row.miss_cost_usd + row.rebuild_cost_usd),
-            _share(row.recache_share),
-            style=style,
+def _key(report: AuditReport, key: str) -> str:
+    # Causes joined by "+" wrap between names, never inside one.
+    return key.replace("+", " + ") if report.by == "cause" else key
+
+
+def _groups_table(report: AuditReport, width: int, tokens: bool) -> RenderableType:
+    rows = [*report.groups, report.totals]
+    columns = [
+        Column(report.by, [[_key(report, r.key) for r in rows]], wraps=True),
+        Column(
+            "requests",
+            [[f"{r.requests:,}" for r in rows]],
+            justify="right",
+            keep=97,
+            short_header="reqs",
+        ),
+        Column("misses", [[f"{r.misses:,}" for r in rows]], justify="right"),
+    ]
+    if report.by == "gap":
+        columns.append(
+            Column(
+                "miss rate",
+                [[_share(r.misses / r.requests if r.requests else None) for r in rows]],
+                justify="right",
+                short_header="rate",
+            )
         )
-    return table
+    if tokens:
+        columns += [
+            _tokens([r.input_tokens for r in rows], "input", "in", 96),
+            _tokens([r.output_tokens for r in rows], "output", "out", 96),
+            _tokens([r.cache_creation_tokens for r in rows], "cache write", "write", 96),
+            _tokens([r.cache_read_tokens for r in rows], "cache read", "read", 96),
+        ]
+    columns += [
+        Column(
+            "cost",
+            [[_usd(r.cost_usd) + ("*" if r.unpriced_requests else "") for r in rows]],
+            justify="right",
+        ),
+        Column(
+            "re-caching",
+            [[_usd(r.miss_cost_usd + r.rebuild_cost_usd) for r in rows]],
+            justify="right",
+            keep=95,
+        ),
+        Column("share", [[_share(r.recache_share) for r in rows]], justify="right", keep=80),
+    ]
+    styles = [None] * len(report.groups) + ["bold"]
+    return fitted_table(columns, width, title=f"By {report.by}", row_styles=styles)
 
 
-def _misses_table(report: AuditReport) -> Table | None:
-    if not report.top_misses:
+def _misses_table(report: AuditReport, width: int, zone: tzinfo) -> RenderableType | None:
+    misses = report.top_misses
+    if not misses:
         return None
-    table = Table(title="Most expensive misses", show_edge=False, pad_edge=False)
-    for name in ("cost", "time (UTC)", "session", "stream", "gap", "re-processed", "cause"):
-        table.add_column(name, justify="right" if name in ("cost", "re-processed") else "left")
-    for m in report.top_misses:
-        gap = format_duration(m.gap_s)
-        table.add_row(
-            _usd(m.cost_usd),
-            _time(m.at),
-            m.session_id[:8],
-            m.stream,
-            gap,
-            f"{m.reprocessed_tokens:,}",
-            ", ".join(m.causes),
-        )
-    return table
+    label = zone_label(zone, misses[0].at)
+    columns = [
+        Column("cost", [[_usd(m.cost_usd) for m in misses]], justify="right"),
+        Column(
+            f"time ({label})",
+            [
+                [format_minute(m.at, zone) for m in misses],
+                [format_minute(m.at, zone)[5:] for m in misses],
+            ],
+            keep=98,
+            short_header=label,
+        ),
+        Column("session", [[m.session_id[:8] for m in misses]], keep=70),
+        Column("stream", [[short_id(m.stream) for m in misses]], keep=50),
+        Column("gap", [[format_duration(m.gap_s) for m in misses]], justify="right", keep=60),
+        Column(
+            "re-processed",
+            [[f"{m.reprocessed_tokens:,}" for m in misses]],
+            justify="right",
+            short_header="redone",
+            keep=97,
+        ),
+        Column("cause", [[", ".join(m.causes) for m in misses]], wraps=True),
+    ]
+    return fitted_table(columns, width, title="Most expensive misses")
 
 
 _POLICY_LABELS = {
@@ -264,48 +314,66 @@ _POLICY_LABELS = {
 }
 
 
-def _whatif_table(report: AuditReport) -> Table:
-    table = Table(title="TTL what-if", show_edge=False, pad_edge=False)
-    for name in ("policy", "cost", "vs actual", "misses", "keep-alives"):
-        table.add_column(name, justify="left" if name == "policy" else "right")
-    actual = report.whatif.policies[0].cost_usd
-    for p in report.whatif.policies:
-        delta = p.cost_usd - actual
-        table.add_row(
-            _POLICY_LABELS.get(p.policy, p.policy),
-            _usd(p.cost_usd),
-            "-" if p.policy == Policy.AS_HAPPENED.value else f"{delta:+,.2f}",
-            f"{p.misses:,}",
-            f"{p.keep_alive_requests:,}",
-        )
-    return table
-
-
-def audit_tables(report: AuditReport) -> RenderableType:
-    t = report.totals
-    parts: list[RenderableType] = [
-        Text(
-            f"Audit of {report.sessions} session(s), {_time(report.first_at)} to "
-            f"{_time(report.last_at)} UTC; prices: {report.pricing_source}",
-            style="bold",
+def _whatif_table(report: AuditReport, width: int) -> RenderableType:
+    policies = report.whatif.policies
+    actual = policies[0].cost_usd
+    columns = [
+        Column("policy", [[_POLICY_LABELS.get(p.policy, p.policy) for p in policies]], wraps=True),
+        Column("cost", [[_usd(p.cost_usd) for p in policies]], justify="right"),
+        Column(
+            "vs actual",
+            [
+                [
+                    "-" if p.policy == Policy.AS_HAPPENED.value else f"{p.cost_usd - actual:+,.2f}"
+                    for p in policies
+                ]
+            ],
+            justify="right",
         ),
-        Text(
-            f"{t.requests:,} requests · {_usd(t.cost_usd)} · {t.misses:,} misses cost "
-            f"{_usd(t.miss_cost_usd)} beyond hits, {t.expected_rebuilds:,} expected rebuilds "
-            f"{_usd(t.rebuild_cost_usd)} · re-caching {_share(t.recache_share)} of spend"
-        ),
-        _groups_table(report),
+        Column("misses", [[f"{p.misses:,}" for p in policies]], justify="right"),
+        Column("keep-alives", [[f"{p.keep_alive_requests:,}" for p in policies]], justify="right"),
     ]
-    misses = _misses_table(report)
+    return fitted_table(columns, width, title="TTL what-if")
+
+
+def audit_tables(
+    report: AuditReport, *, zone: tzinfo = UTC, tokens: bool = False, width: int = 80
+) -> RenderableType:
+    t = report.totals
+    label = zone_label(zone, report.first_at)
+    head = [
+        f"Audit of {plural(report.sessions, 'session')}",
+        f"{format_minute(report.first_at, zone)} to {format_minute(report.last_at, zone)} {label}",
+        f"prices: {report.pricing_source}",
+    ]
+    summary = [
+        plural(t.requests, "request"),
+        _usd(t.cost_usd),
+        f"{plural(t.misses, 'miss', 'misses')} cost {_usd(t.miss_cost_usd)} beyond hits",
+        f"{plural(t.expected_rebuilds, 'expected rebuild')} {_usd(t.rebuild_cost_usd)}",
+        f"re-caching {_share(t.recache_share)} of spend",
+    ]
+    parts: list[RenderableType] = [
+        text_lines(head, width, style="bold"),
+        text_lines(summary, width),
+        _groups_table(report, width, tokens),
+    ]
+    misses = _misses_table(report, width, zone)
     if misses is not None:
         parts.append(misses)
-    parts += [_whatif_table(report), Text(f"Recommendation: {report.whatif.recommendation}")]
+    parts += [
+        _whatif_table(report, width),
+        text_lines([f"Recommendation: {report.whatif.recommendation}"], width),
+    ]
     if report.unpriced_models:
         parts.append(
-            Text(
-                f"* {t.unpriced_requests:,} request(s) unpriced (no price for "
-                + ", ".join(report.unpriced_models)
-                + "): not counted in costs",
+            text_lines(
+                [
+                    f"* {plural(t.unpriced_requests, 'request')} unpriced (no price for "
+                    + ", ".join(report.unpriced_models)
+                    + "): not counted in costs"
+                ],
+                width,
                 style="yellow",
             )
         )

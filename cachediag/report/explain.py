@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, tzinfo
 from typing import Any
 
 from cachediag.analysis.explain import Explanation
 from cachediag.analysis.ledger import Outcome
+from cachediag.report.clock import local_time
 from cachediag.report.serialize import SCHEMA_VERSION, request_dict
+from cachediag.report.tables import format_duration
 
 
 def explanation_dict(ex: Explanation, source: str) -> dict[str, Any]:
@@ -67,26 +69,18 @@ def _rounded(usd: float | None) -> float | None:
     return None if usd is None else round(usd, 6)
 
 
-def _when(at: float) -> str:
-    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+def _when(at: float, zone: tzinfo) -> str:
+    return local_time(at, zone).strftime("%Y-%m-%d %H:%M:%S %Z")
 
 
-def _duration(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f}s"
-    if seconds < 7200:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
-def explanation_lines(ex: Explanation) -> list[str]:
+def explanation_lines(ex: Explanation, zone: tzinfo = UTC) -> list[str]:
     """The readable account; every value is a name, count, length or price."""
     entry = ex.entry
     r = entry.record
     d = entry.diagnosis
     lines = [
-        f"Request {entry.index} of stream {ex.stream} ({r.model or 'unknown model'}), "
-        f"{_when(r.at)}: {entry.outcome.value}",
+        f"Request {entry.index} of stream {ex.stream}: {entry.outcome.value} · "
+        f"{r.model or 'unknown model'} · {_when(r.at, zone)}",
     ]
     if ex.prev is None:
         lines.append("  first request of its stream: nothing to compare with")
@@ -108,31 +102,50 @@ def explanation_lines(ex: Explanation) -> list[str]:
     gap = entry.gap_s if entry.gap_s is not None else 0.0
     since = ""
     if entry.announced is not None and ex.idle_s is not None and ex.idle_s != gap:
-        since = f"; idle {_duration(ex.idle_s)} since the {entry.announced.value}"
-    alive = " (expired)" if ex.ttl_expired else " (still alive)"
+        since = f"; idle {format_duration(ex.idle_s)} since the {entry.announced.value}"
+    if entry.outcome is Outcome.UNCACHED:
+        ttl = "no prompt cache in use (no cache tokens reported so far)"
+    else:
+        alive = " (expired)" if ex.ttl_expired else " (still alive)"
+        ttl = f"TTL in force {ex.ttl_in_force}{alive}"
     lines.append(
-        f"  compared with request {ex.prev.index}, {_duration(gap)} earlier{since}; "
-        f"TTL in force {ex.ttl_in_force}{alive}"
+        f"  compared with request {ex.prev.index}, {format_duration(gap)} earlier{since}; {ttl}"
     )
     lines.extend(_change_lines(ex))
-    lines.append(
+    p = ex.prev.record
+    tokens = (
         f"  tokens: read {r.cache_read_tokens:,}, written {r.cache_creation_tokens:,}, "
-        f"uncached {r.input_tokens:,}; re-processed {entry.reprocessed_tokens:,} of the "
-        f"previous prompt's {ex.prev.record.total_tokens:,}"
+        f"uncached {r.input_tokens:,}"
     )
-    if ex.costs is None:
-        lines.append("  cost: no known price for this model")
-    elif ex.costs.if_hit_usd is None or ex.costs.miss_usd is None:
-        c = ex.costs
-        lines.append(f"  cost: ${c.actual_usd:.4f} ({c.prices_source}; no list price for a hit)")
-    else:
-        c = ex.costs
-        what = "the rebuild" if entry.outcome is Outcome.EXPECTED else "the miss"
+    lines.append(tokens)
+    # The ledger's "could have been read" is the previous prompt's size (spec §2);
+    # analyze's read/cached column shows the part of it the cache held.
+    if entry.outcome in (Outcome.MISS, Outcome.EXPECTED):
         lines.append(
-            f"  cost: ${c.actual_usd:.4f}; as a hit ${c.if_hit_usd:.4f}; "
-            f"{what} cost ${c.miss_usd:.4f} more ({c.prices_source})"
+            f"  re-processed {entry.reprocessed_tokens:,} of the previous prompt's "
+            f"{p.total_tokens:,} ({p.cache_read_tokens + p.cache_creation_tokens:,} of it cached)"
         )
+    lines += _cost_lines(ex)
     return lines
+
+
+def _cost_lines(ex: Explanation) -> list[str]:
+    c, outcome = ex.costs, ex.entry.outcome
+    if c is None:
+        return ["  cost: no known price for this model"]
+    if outcome not in (Outcome.MISS, Outcome.EXPECTED):
+        return [f"  cost: ${c.actual_usd:.4f} (a {outcome.value})", f"  prices: {c.prices_source}"]
+    if c.if_hit_usd is None or c.miss_usd is None:
+        return [
+            f"  cost: ${c.actual_usd:.4f} (no list price for a hit)",
+            f"  prices: {c.prices_source}",
+        ]
+    what = "the rebuild" if outcome is Outcome.EXPECTED else "the miss"
+    return [
+        f"  cost: ${c.actual_usd:.4f}; as a hit ${c.if_hit_usd:.4f}; "
+        f"{what} cost ${c.miss_usd:.4f} more",
+        f"  prices: {c.prices_source}",
+    ]
 
 
 def _change_lines(ex: Explanation) -> list[str]:

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import UTC, tzinfo
 
 from rich.console import Console, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from cachediag.analysis.costs import PriceFn, entry_cost, total_costs
 from cachediag.analysis.ledger import LedgerEntry, Outcome
 from cachediag.analysis.session import SessionAnalysis, StreamAnalysis
 from cachediag.analysis.summary import PromptCache
+from cachediag.report.clock import format_clock, format_minute, local_time, zone_label
+from cachediag.report.layout import Column, compact_count, fitted_table, text_lines
 
 
 def format_tokens(n: int) -> str:
@@ -29,12 +31,12 @@ def format_duration(seconds: float | None) -> str:
     return f"{s // 3600}h{(s % 3600) // 60:02d}m"
 
 
-def format_time(at: float) -> str:
-    return datetime.fromtimestamp(at, UTC).strftime("%H:%M:%S")
+def format_time(at: float, zone: tzinfo = UTC) -> str:
+    return format_clock(at, zone)
 
 
-def summary_line(label: str, pc: PromptCache) -> str:
-    """``Prompt cache (main): 14 requests · 91% of input tokens from cache · 2 misses (...)``."""
+def summary_parts(label: str, pc: PromptCache) -> list[str]:
+    """``Prompt cache (main): 14 requests``, ``91% of input tokens from cache``, ..."""
     parts = [f"{pc.requests} request{'s' if pc.requests != 1 else ''}"]
     if pc.hit_ratio is not None:
         parts.append(f"{pc.hit_ratio * 100:.0f}% of input tokens from cache")
@@ -48,19 +50,34 @@ def summary_line(label: str, pc: PromptCache) -> str:
     if pc.expected_rebuilds:
         n = pc.expected_rebuilds
         parts.append(f"{n} expected rebuild{'s' if n != 1 else ''}")
-    return f"Prompt cache ({label}): " + " · ".join(parts)
+    parts[0] = f"Prompt cache ({label}): {parts[0]}"
+    return parts
 
 
-def _evidence(entry: LedgerEntry) -> str:
+def summary_line(label: str, pc: PromptCache) -> str:
+    """``Prompt cache (main): 14 requests · 91% of input tokens from cache · 2 misses (...)``."""
+    return " · ".join(summary_parts(label, pc))
+
+
+def _read_cached(entry: LedgerEntry, compact: bool = False) -> str:
     ev = entry.evidence
     if ev is None:
         return ""
-    text = f"{format_tokens(ev.read_tokens)}/{format_tokens(ev.prev_cached_tokens)}"
+    fmt = compact_count if compact else format_tokens
+    return f"{fmt(ev.read_tokens)}/{fmt(ev.prev_cached_tokens)}"
+
+
+def _details(entry: LedgerEntry) -> list[str]:
+    """What does not fit a table cell: printed under the table, one line per request."""
+    ev = entry.evidence
+    if ev is None:
+        return []
+    out = []
     if ev.model_before != ev.model_after:
-        text += f"; model {ev.model_before} -> {ev.model_after}"
+        out.append(f"model {ev.model_before} -> {ev.model_after}")
     if ev.server_reason:
-        text += f"; server: {ev.server_reason}"
-    return text
+        out.append(f"server: {ev.server_reason}")
+    return out
 
 
 def _causes(entry: LedgerEntry) -> Text:
@@ -73,9 +90,9 @@ def _causes(entry: LedgerEntry) -> Text:
     label = ", ".join(c.value for c in d.causes)
     extras = []
     if d.tools_added:
-        extras.append("+" + ",".join(d.tools_added))
+        extras.append("+" + ", +".join(d.tools_added))
     if d.tools_removed:
-        extras.append("-" + ",".join(d.tools_removed))
+        extras.append("-" + ", -".join(d.tools_removed))
     if d.system_char_delta is not None:
         extras.append(f"system {d.system_char_delta:+d} chars")
     if extras:
@@ -89,32 +106,46 @@ def format_usd(value: float | None) -> str:
     return "unpriced" if value is None else f"${value:,.2f}"
 
 
-def misses_table(stream: StreamAnalysis, price_of: PriceFn | None = None) -> Table | None:
+def misses_table(
+    stream: StreamAnalysis,
+    price_of: PriceFn | None = None,
+    *,
+    zone: tzinfo = UTC,
+    width: int = 80,
+) -> list[RenderableType]:
+    """The misses and expected rebuilds of a stream: a table, then long details by index."""
     rows = [e for e in stream.entries if e.outcome in (Outcome.MISS, Outcome.EXPECTED)]
     if not rows:
-        return None
-    table = Table(show_edge=False, pad_edge=False, expand=False)
-    # Fits 80 columns (a pipe, a small terminal): numbers never shrink to nothing, the
-    # cause and the evidence wrap instead. Causes are inferred unless marked [server].
-    table.add_column("#", justify="right", no_wrap=True, min_width=3)
-    table.add_column("UTC", no_wrap=True)
-    table.add_column("gap", justify="right", no_wrap=True, min_width=5)
-    table.add_column("redone", justify="right", no_wrap=True)
+        return []
+    # Causes are inferred unless marked [server].
+    columns = [
+        Column("#", [[str(e.index) for e in rows]], justify="right"),
+        Column(
+            zone_label(zone, rows[0].record.at), [[format_clock(e.record.at, zone) for e in rows]]
+        ),
+        Column("gap", [[format_duration(e.gap_s) for e in rows]], justify="right", keep=70),
+        Column("redone", [[format_tokens(e.reprocessed_tokens) for e in rows]], justify="right"),
+    ]
     if price_of is not None:
-        table.add_column("cost", justify="right", no_wrap=True, min_width=5)
-    table.add_column("cause", overflow="fold")
-    table.add_column("read/cached", overflow="fold")
+        costs = [format_usd(entry_cost(e, price_of).miss_cost_usd) for e in rows]
+        columns.append(Column("cost", [costs], justify="right"))
+    columns += [
+        Column("cause", [[_causes(e) for e in rows]], wraps=True),
+        Column(
+            "read/cached",
+            [[_read_cached(e) for e in rows], [_read_cached(e, compact=True) for e in rows]],
+            keep=60,
+            before_wrapping=False,
+        ),
+    ]
+    parts: list[RenderableType] = [fitted_table(columns, width)]
     for e in rows:
-        cells: list[RenderableType] = [
-            str(e.index),
-            format_time(e.record.at),
-            format_duration(e.gap_s),
-            format_tokens(e.reprocessed_tokens),
-        ]
-        if price_of is not None:
-            cells.append(format_usd(entry_cost(e, price_of).miss_cost_usd))
-        table.add_row(*cells, _causes(e), _evidence(e))
-    return table
+        details = _details(e)
+        if details:
+            parts.append(
+                text_lines([f"{e.index:>4}: {details[0]}", *details[1:]], width, style="dim")
+            )
+    return parts
 
 
 def cost_line(a: SessionAnalysis, price_of: PriceFn, pricing_source: str | None) -> str:
@@ -127,34 +158,39 @@ def cost_line(a: SessionAnalysis, price_of: PriceFn, pricing_source: str | None)
     return text + (f" · prices: {pricing_source}" if pricing_source else "")
 
 
-def _span(a: SessionAnalysis) -> str:
+def _span(a: SessionAnalysis, zone: tzinfo) -> str:
     times = [e.record.at for s in a.streams for e in s.entries]
     if not times:
         return ""
     start, end = min(times), max(times)
-    fmt = "%Y-%m-%d %H:%M"
-    first = datetime.fromtimestamp(start, UTC).strftime(fmt)
-    last = datetime.fromtimestamp(end, UTC).strftime(fmt if end - start > 86400 else "%H:%M")
-    return f" · {first} - {last} UTC"
+    first = format_minute(start, zone)
+    same_day = local_time(start, zone).date() == local_time(end, zone).date()
+    last = format_minute(end, zone)[11:] if same_day else format_minute(end, zone)
+    return f"{first} - {last} {zone_label(zone, start)}"
 
 
 def session_report(
-    a: SessionAnalysis, price_of: PriceFn | None = None, pricing_source: str | None = None
+    a: SessionAnalysis,
+    price_of: PriceFn | None = None,
+    pricing_source: str | None = None,
+    *,
+    zone: tzinfo = UTC,
+    width: int = 80,
 ) -> list[RenderableType]:
-    """The renderables of one session, in order; lines of text are meant to soft-wrap."""
+    """The renderables of one session, in order, each fitted to ``width``."""
     log = a.log
+    where = [log.source, _span(a, zone)]
     parts: list[RenderableType] = [
-        Text(f"Session {log.session_id}", style="bold"),
-        Text(f"  {log.source}{_span(a)}", style="dim"),
-        Text(summary_line("main", a.main.prompt_cache)),
+        text_lines([f"Session {log.session_id}"], width, style="bold"),
+        text_lines([p for p in where if p], width, indent="  ", style="dim"),
+        text_lines(summary_parts("main", a.main.prompt_cache), width),
     ]
     if price_of is not None:
-        parts.append(Text(cost_line(a, price_of, pricing_source)))
-    table = misses_table(a.main, price_of)
-    if table is not None:
-        parts.append(table)
+        parts.append(text_lines(cost_line(a, price_of, pricing_source).split(" · "), width))
+    parts += misses_table(a.main, price_of, zone=zone, width=width)
     for s in a.others:
-        parts.append(Text("  " + summary_line(f"{s.log.kind.value} {s.log.id}", s.prompt_cache)))
+        label = f"{s.log.kind.value} {s.log.id}"
+        parts.append(text_lines(summary_parts(label, s.prompt_cache), width, indent="  "))
     notes = []
     if log.api_errors:
         notes.append(f"{log.api_errors} API error line(s) not counted")
@@ -167,7 +203,7 @@ def session_report(
     if log.issues:
         notes.append(f"{len(log.issues)} line(s) skipped")
     if notes:
-        parts.append(Text("  " + "; ".join(notes), style="dim"))
+        parts.append(text_lines(notes, width, indent="  ", style="dim"))
     return parts
 
 
@@ -176,7 +212,61 @@ def print_session(
     a: SessionAnalysis,
     price_of: PriceFn | None = None,
     pricing_source: str | None = None,
+    *,
+    zone: tzinfo = UTC,
 ) -> None:
-    for part in session_report(a, price_of, pricing_source):
-        # Summary lines are copied into issues and chats: let the terminal wrap them.
+    for part in session_report(a, price_of, pricing_source, zone=zone, width=console.width):
+        # Already fitted to the width: nothing for rich to fold.
         console.print(part, soft_wrap=isinstance(part, Text))
+
+
+@dataclass(slots=True)
+class SessionTotals:
+    """What several sessions add up to, for the line under ``analyze``'s reports."""
+
+    sessions: int = 0
+    requests: int = 0
+    misses: int = 0
+    expected_rebuilds: int = 0
+    cost_usd: float = 0.0
+    miss_cost_usd: float = 0.0
+    unpriced_requests: int = 0
+    priced: bool = False
+
+    def add(self, a: SessionAnalysis, price_of: PriceFn | None) -> None:
+        self.sessions += 1
+        for s in a.streams:
+            pc = s.prompt_cache
+            self.requests += pc.requests
+            self.misses += pc.misses
+            self.expected_rebuilds += pc.expected_rebuilds
+        if price_of is not None:
+            c = total_costs((e for s in a.streams for e in s.entries), price_of)
+            self.priced = True
+            self.cost_usd += c.cost_usd or 0.0
+            self.miss_cost_usd += c.miss_cost_usd or 0.0
+            self.unpriced_requests += c.unpriced_requests
+
+
+def totals_lines(t: SessionTotals, *, width: int = 80) -> list[RenderableType]:
+    """``Total: 3 sessions · 157 requests (all streams) · 4 misses · ...``."""
+    parts = [
+        f"Total: {plural(t.sessions, 'session')}",
+        f"{plural(t.requests, 'request')} (all streams)",
+        plural(t.misses, "miss", "misses"),
+    ]
+    if t.expected_rebuilds:
+        parts.append(plural(t.expected_rebuilds, "expected rebuild"))
+    if t.priced:
+        parts += [
+            f"cost {format_usd(t.cost_usd)}",
+            f"misses and rebuilds {format_usd(t.miss_cost_usd)}",
+        ]
+        if t.unpriced_requests:
+            parts.append(f"{plural(t.unpriced_requests, 'request')} unpriced, not counted")
+    return [text_lines(parts, width, style="bold")]
+
+
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """``1 miss``, ``3 misses``, ``1 expected rebuild``."""
+    return f"{n:,} {word if n == 1 else (words or word + 's')}"

@@ -1,0 +1,168 @@
+"""Tables and lines that fit the terminal without breaking a number, a date or a name.
+
+Rich squeezes a table that is too wide by folding cells, which cuts ``82,861`` or
+``ttl_expired_5m`` in two. Here a table is planned against the width first: a column may
+offer narrower renderings (``12.4M`` for ``12,387,553``), columns of lesser use are left
+out, and only a column of words wraps, between words. A line of text wraps between its
+``·``-separated parts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from rich.console import RenderableType
+from rich.table import Table
+from rich.text import Text
+
+SEPARATOR = 3
+"""Cells in a table without edges are 3 apart: a space, the rule, a space."""
+
+Cell = str | Text
+
+
+@dataclass(slots=True)
+class Column:
+    header: str
+    variants: Sequence[Sequence[Cell]]
+    """The cells of every row, widest rendering first; each list as long as the rows."""
+    justify: str = "left"
+    keep: int = 100
+    """Columns with the lowest ``keep`` go first when the table does not fit."""
+    wraps: bool = False
+    """A column of words that may wrap between words (never inside one)."""
+    short_header: str | None = None
+    before_wrapping: bool = True
+    """Take a narrower rendering rather than wrap a column of words; ``False`` keeps the
+    full figures until nothing else makes the table fit."""
+    chosen: int = field(default=0, init=False)
+
+    def cells(self) -> Sequence[Cell]:
+        return self.variants[self.chosen]
+
+    def width(self) -> int:
+        header = self.short_header if self.chosen and self.short_header else self.header
+        return max([_len(header), *(_len(c) for c in self.cells())])
+
+    def min_width(self) -> int:
+        """The longest word: a wrapping column never gets narrower than that."""
+        if not self.wraps:
+            return self.width()
+        words = [w for c in self.cells() for w in _plain(c).split()]
+        return max([len(self.header), *(len(w) for w in words)])
+
+
+def _plain(cell: Cell) -> str:
+    return cell.plain if isinstance(cell, Text) else cell
+
+
+def _len(cell: Cell) -> int:
+    return Text(cell).cell_len if isinstance(cell, str) else cell.cell_len
+
+
+def _total(columns: Sequence[Column], *, shrunk: bool = False) -> int:
+    widths = [c.min_width() if shrunk else c.width() for c in columns]
+    return sum(widths) + SEPARATOR * max(0, len(columns) - 1)
+
+
+def plan_columns(columns: list[Column], width: int) -> list[Column]:
+    """The columns to show at ``width``, each at the rendering it will use."""
+    shown = list(columns)
+    # Narrower renderings first, so that words need not wrap; then leave columns out.
+    while _total(shown) > width:
+        narrower = [c for c in shown if c.before_wrapping and c.chosen + 1 < len(c.variants)]
+        if not narrower:
+            break
+        min(narrower, key=lambda c: c.keep).chosen += 1
+    while _total(shown, shrunk=True) > width:
+        narrower = [c for c in shown if c.chosen + 1 < len(c.variants)]
+        if narrower:
+            min(narrower, key=lambda c: c.keep).chosen += 1
+            continue
+        droppable = [c for c in shown if c.keep < 100]
+        if not droppable:
+            break
+        shown.remove(min(droppable, key=lambda c: c.keep))
+    return shown
+
+
+def fitted_table(
+    columns: list[Column],
+    width: int,
+    *,
+    title: str | None = None,
+    row_styles: Sequence[str | None] | None = None,
+) -> Table:
+    shown = plan_columns(columns, width)
+    table = Table(title=title, show_edge=False, pad_edge=False, expand=False)
+    for c in shown:
+        header = c.short_header if c.chosen and c.short_header else c.header
+        if c.wraps:
+            table.add_column(header, justify=c.justify, min_width=c.min_width())  # type: ignore[arg-type]
+        else:
+            table.add_column(header, justify=c.justify, no_wrap=True)  # type: ignore[arg-type]
+    rows = len(columns[0].variants[0]) if columns else 0
+    for i in range(rows):
+        style = row_styles[i] if row_styles else None
+        table.add_row(*(c.cells()[i] for c in shown), style=style)
+    return table
+
+
+def compact_count(n: int) -> str:
+    """``12.4M``, ``99.7k``, ``812``: a token count in five characters or so."""
+    for size, unit in ((1_000_000_000, "B"), (1_000_000, "M"), (1_000, "k")):
+        if abs(n) >= size:
+            value = n / size
+            return f"{value:.1f}{unit}" if value < 100 else f"{value:.0f}{unit}"
+    return str(n)
+
+
+def wrap_parts(
+    parts: Sequence[str], width: int, *, indent: str = "", sep: str = " · "
+) -> list[str]:
+    """Join ``parts`` with ``sep`` into lines of at most ``width`` cells; a new line
+    (indented by ``indent`` plus two spaces) starts between parts, or between words of
+    a part too long for a line of its own."""
+    lines: list[str] = []
+    line = indent
+    fresh = True
+    follow = indent + "  "
+    for part in parts:
+        piece = part if fresh else sep + part
+        if len(line) + len(piece) <= width or (fresh and len(line) + len(part) <= width):
+            line += piece
+            fresh = False
+            continue
+        if not fresh:
+            lines.append(line.rstrip() + (sep.rstrip() if sep.strip() else ""))
+            line, fresh = follow, True
+        for word in part.split(" "):
+            if not fresh and len(line) + 1 + len(word) <= width:
+                line += " " + word
+                continue
+            if not fresh:
+                lines.append(line)
+                line = follow
+            # Only a word longer than a whole line (a path) is cut.
+            room = max(1, width - len(line))
+            while len(word) > room and len(line) + len(word) > width:
+                lines.append(line + word[:room])
+                line, word = follow, word[room:]
+                room = max(1, width - len(line))
+            line += word
+            fresh = False
+    lines.append(line)
+    return lines
+
+
+def text_lines(
+    parts: Sequence[str], width: int, *, indent: str = "", style: str = ""
+) -> RenderableType:
+    """``wrap_parts`` as one rich ``Text`` (printed with ``soft_wrap``: it already fits)."""
+    return Text("\n".join(wrap_parts(parts, width, indent=indent)), style=style)
+
+
+def short_id(name: str, width: int = 14) -> str:
+    """A stream or agent id cut to ``width`` (the start tells them apart)."""
+    return name if len(name) <= width else name[: width - 1] + "…"
