@@ -141,7 +141,8 @@ def test_overview_agrees_with_audit_json() -> None:
 
 def test_window_applies_to_timeline_and_audit() -> None:
     _, data = make_report("--since", "2026-02-11", str(REAL / "spotter"))
-    assert data["overview"]["since"] == "2026-02-11"
+    # The window as an instant in UTC (the tests pin TZ=UTC: midnight there).
+    assert data["overview"]["since"] == "2026-02-11T00:00:00Z"
     assert len(data["sessions"]) == data["overview"]["sessions"] == 1
     (session,) = data["sessions"]
     assert all(at >= 1770768000 for at in session["lanes"][0]["columns"]["at"])
