@@ -216,3 +216,9 @@ def test_other_commands_do_not_import_the_report_room() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_title_is_escaped() -> None:
+    html, _ = make_report("--title", "<b>costs</b> & more", str(SPOTTER_SESSION))
+    assert "<title>&lt;b&gt;costs&lt;/b&gt; &amp; more</title>" in html
+    assert "<b>costs</b>" not in html

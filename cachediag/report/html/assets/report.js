@@ -341,10 +341,14 @@
     }
     var read = bars("read", "read", COLORS.read);
     read.markArea = {
-      silent: false, label: { show: false },
+      silent: false,
       data: lane.windows.map(function (w) {
+        // A pause wide enough to hold it says how long the cache stayed cold.
+        var wide = w[2] === "expired" && (w[1] - w[0]) > 0.06 * (s.last_at - s.first_at);
         return [{ xAxis: w[0] * 1000, name: w[2] + " " + w[0] + " " + w[1],
-                  itemStyle: { color: w[2] === "alive" ? COLORS.alive : COLORS.expired } },
+                  itemStyle: { color: w[2] === "alive" ? COLORS.alive : COLORS.expired },
+                  label: { show: wide, position: "insideTop", color: "#a40e26", fontSize: 11,
+                           formatter: "cache cold " + duration(w[1] - w[0]) } },
                 { xAxis: w[1] * 1000 }];
       })
     };
@@ -369,7 +373,7 @@
     c.index.forEach(function (idx, i) { pos[(c.stream ? c.stream[i] : lane.id) + ":" + idx] = i; });
     series.push({
       name: "events", type: "scatter", xAxisIndex: k, yAxisIndex: k, symbol: "pin", symbolSize: 26,
-      z: 5,
+      z: 5, labelLayout: { hideOverlap: true },
       data: events.map(function (e) {
         var i = pos[e.stream + ":" + e.index];
         var total = c.read[i] + c.written[i] + c.input[i];
@@ -404,7 +408,8 @@
         esc(c.outcome[i]) + "<br>" +
         utc(c.at[i], true) + " UTC · " + esc(s.models[c.model[i]] || "(no model)") +
         "<br>read " + tokens(c.read[i]) + " · written " + tokens(c.written[i]) + " · uncached " +
-        tokens(c.input[i]) + "<br>output " + tokens(c.output[i]) + " · cost " + usd(c.cost[i], 4);
+        tokens(c.input[i]) + "<br>output " + tokens(c.output[i]) + " · cost " + usd(c.cost[i], 4) +
+        (i && !c.stream ? "<br>" + duration(c.at[i] - c.at[i - 1]) + " after the previous request" : "");
     };
   }
   var laneOfSeries = [];
