@@ -15,9 +15,9 @@ def main() -> None:
     args = sys.argv[1:]
     # Only ``statusline install`` and the help text need click; the line itself must not.
     if args[:1] == ["statusline"] and args[1:2] != ["install"] and not _HELP & set(args[1:]):
-        from cachediag.statusline.fast import run
+        from cachediag.statusline.fast import main as statusline
 
-        sys.exit(run(args[1:]))
+        statusline()
     from cachediag.cli import main as cli_main
 
     cli_main(prog_name="cachediag")

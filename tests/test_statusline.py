@@ -199,7 +199,7 @@ def test_installed_command_warm_path_skips_json_and_typing(
 def test_unreadable_transcript_still_shows_claude_codes_object(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cache_home: Path
 ) -> None:
-    def unreadable(*args: Any) -> None:
+    def unreadable(*args: Any, **kwargs: Any) -> None:
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr(fast, "session_state", unreadable)
@@ -211,7 +211,7 @@ def test_unreadable_transcript_still_shows_claude_codes_object(
     assert "PermissionError" in (cache_home / "statusline.log").read_text()
 
 
-def test_cost_beside_claude_codes_count_only_when_the_counts_agree(
+def test_claude_codes_count_with_the_cost_of_the_misses_the_transcript_shows(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(
@@ -223,8 +223,20 @@ def test_cost_beside_claude_codes_count_only_when_the_counts_agree(
     # One miss in the transcript too, priced as in test_cost_of_misses_from_looked_up_prices.
     assert run_line(agree, "--no-color", "--format", "{misses}") == "1 miss ($0.12)"
     differ = {"transcript_path": str(t), "prompt_cache": {"hit_ratio": 0.3, "misses": 2}}
-    assert run_line(differ, "--no-color", "--format", "{misses}") == "2 misses"
-    assert json.loads(run_line(differ, "--json"))["cachediag"]["miss_cost_usd"] is None
+    # Claude Code's count, and the one miss the transcript shows with what it cost.
+    assert run_line(differ, "--no-color", "--format", "{misses}") == "2 misses (log 1: $0.12)"
+    ours = json.loads(run_line(differ, "--json"))
+    assert ours["prompt_cache"] == differ["prompt_cache"]  # Claude Code's object, as sent
+    extra = ours["cachediag"]
+    assert extra["miss_cost_usd"] == pytest.approx(0.12, abs=0.005)
+    assert extra["computed"]["misses"] == 1 and extra["computed"]["requests"] == 3
+    assert extra["agreement"]["misses"] == {"claude_code": 2, "transcript": 1}
+    # Claude Code sent no requests, rebuilds or causes, and a hit ratio 2.5 points off.
+    differs = {"misses", "requests", "expected_rebuilds", "miss_causes", "hit_ratio"}
+    assert set(extra["agreement"]) == differs
+    assert json.loads(run_line(agree, "--json"))["cachediag"]["agreement"].keys() == differs - {
+        "misses"
+    }
 
 
 def test_line_never_passes_control_characters_or_impossible_ratios() -> None:

@@ -75,9 +75,9 @@ def test_replay_matches_full_analysis_at_every_step(
     starts: list[tuple[str, int]] = []
     real_read = track.Session.read
 
-    def spy(self: track.Session, path: str) -> None:
+    def spy(self: track.Session, path: str, **kwargs: Any) -> bool:
         starts.append((path, int(self.files.get(path, {}).get("offset", 0))))
-        real_read(self, path)
+        return real_read(self, path, **kwargs)
 
     monkeypatch.setattr(track.Session, "read", spy)
 
@@ -92,7 +92,9 @@ def test_replay_matches_full_analysis_at_every_step(
         done = point
         share = point / len(data)
         for p, full in agent_data.items():
-            p.write_bytes(full[: int(len(full) * share)])
+            # Appended, as Claude Code does (rewriting a file in place is a rewrite).
+            with p.open("ab") as fp:
+                fp.write(full[p.stat().st_size : int(len(full) * share)])
             mirror_agent = mirror / source.stem / "subagents" / p.name
             mirror_agent.write_bytes(full[: full[: int(len(full) * share)].rfind(b"\n") + 1])
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import stat
 import subprocess
 import sys
@@ -13,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from cachediag.statusline import fast, prices, state
+from cachediag.statusline import prices, state
 from tests.conftest import ROOT
 from tests.statusline_support import (
     T0,
@@ -110,29 +109,6 @@ def test_two_status_lines_at_once(tmp_path: Path, cache_home: Path) -> None:
         assert len(outs) == 1, outs
         header = state_of(t, cache_home)
         assert header["streams"]["main"]["prompt_cache"]["requests"] == (4 if extra else 3)
-
-
-def test_cancelled_writer_saves_its_work_then_exits(
-    tmp_path: Path, cache_home: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-
-    from cachediag.statusline import track
-
-    t = tmp_path / "s1.jsonl"
-    write(t, THREE)
-    real_refresh = track.refresh
-    killed: list[int] = []
-
-    def cancelled_midway(*args: Any) -> Any:
-        signal.raise_signal(signal.SIGTERM)  # Claude Code's next update cancels us here
-        return real_refresh(*args)
-
-    monkeypatch.setattr(track, "refresh", cancelled_midway)
-    monkeypatch.setattr(fast.os, "kill", lambda pid, sig: killed.append(sig))
-    fast.session_state(str(t), T0)
-    assert killed == [signal.SIGTERM]  # it still exits as asked, after saving
-    assert state_of(t, cache_home)["streams"]["main"]["prompt_cache"]["requests"] == 3
-    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
 
 
 def test_state_of_the_right_version_but_wrong_shape_is_recomputed(

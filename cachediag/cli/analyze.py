@@ -14,6 +14,7 @@ import click
 from cachediag.analysis.session import SessionAnalysis
 from cachediag.cli.captures import capture_join, captures_option
 from cachediag.cli.common import (
+    EPOCH,
     CachediagError,
     Progress,
     emit_json,
@@ -34,7 +35,7 @@ from cachediag.cli.window import Bound, Window, resolve_window, window_options, 
 )
 @click.option(
     "--now",
-    type=float,
+    type=EPOCH,
     metavar="EPOCH",
     help="Pin the clock (Unix seconds) for 'warm', 'expires_at' and spans like "
     "--since 7d; default: now.",

@@ -12,7 +12,32 @@ import click
 from cachediag.errors import CachediagError
 from cachediag.model import LineIssue
 
-__all__ = ["CachediagError", "emit_json", "pricing_option", "report_issues"]
+__all__ = ["EPOCH", "USD", "CachediagError", "emit_json", "pricing_option", "report_issues"]
+
+
+class FiniteFloat(click.ParamType):  # type: ignore[type-arg]
+    """A number within bounds; NaN and infinities are usage errors (click's FloatRange
+    lets NaN through: every comparison with it is false)."""
+
+    def __init__(self, name: str, low: float, high: float) -> None:
+        self.name = name
+        self.low, self.high = low, high
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not self.low <= number <= self.high:
+            self.fail(f"{value!r} is not between {self.low:g} and {self.high:g}", param, ctx)
+        return number
+
+
+EPOCH = FiniteFloat("epoch", 0, 1e11)
+"""Unix seconds up to the year 5138: beyond that no date library can show it."""
+USD = FiniteFloat("usd", 0, 1e12)
 
 MAX_LISTED_ISSUES = 5
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from cachediag.cli.common import EPOCH, FiniteFloat
 from cachediag.statusline.render import DEFAULT_FORMAT
 
 
@@ -26,10 +27,22 @@ from cachediag.statusline.render import DEFAULT_FORMAT
     default=None,
     help="Force colours on/off (default: on unless NO_COLOR or TERM=dumb).",
 )
-@click.option("--now", type=float, metavar="EPOCH", help="Pin the clock (Unix seconds).")
+@click.option("--now", type=EPOCH, metavar="EPOCH", help="Pin the clock (Unix seconds).")
+@click.option(
+    "--budget",
+    type=FiniteFloat("seconds", 0.05, 60),
+    metavar="SECONDS",
+    help="Time budget of one run (default 1, or $CACHEDIAG_STATUSLINE_BUDGET); a run that "
+    "cannot finish shows what it read so far, marked partial, and the next goes on.",
+)
 @click.pass_context
 def statusline(
-    ctx: click.Context, as_json: bool, fmt: str | None, color: bool | None, now: float | None
+    ctx: click.Context,
+    as_json: bool,
+    fmt: str | None,
+    color: bool | None,
+    now: float | None,
+    budget: float | None,
 ) -> None:
     """Print one status line for Claude Code from the JSON it pipes on stdin.
 
@@ -54,6 +67,8 @@ def statusline(
         args.append("--color" if color else "--no-color")
     if now is not None:
         args += ["--now", repr(now)]
+    if budget is not None:
+        args += ["--budget", repr(budget)]
     ctx.exit(run(args, sys.stdin.buffer, sys.stdout))
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from cachediag.cli.common import pricing_option, report_issues
+from cachediag.cli.common import USD, pricing_option, report_issues
 from cachediag.errors import InputError
 
 
@@ -28,7 +28,7 @@ from cachediag.errors import InputError
 @click.option("--misses-only", is_flag=True, help="Report only misses (and the final summary).")
 @click.option(
     "--min-cost",
-    type=click.FloatRange(min=0),
+    type=USD,
     metavar="USD",
     help="Report only misses that cost at least USD beyond a hit (implies --misses-only).",
 )

@@ -13,14 +13,16 @@ from collections.abc import Callable
 from typing import Any
 
 from cachediag.analysis.ledger import Ledger, LedgerEntry
-from cachediag.follow.files import cursor
+from cachediag.follow.files import cursor, open_regular_fd
 from cachediag.ingest.lines import BadLine, parse_line
-from cachediag.ingest.needles import WANTED, WANTED_WITH_CHAINS, wanted_lines
+from cachediag.ingest.needles import MAX_LINE_BYTES, WANTED, WANTED_WITH_CHAINS, wanted_lines
 from cachediag.ingest.transcript import FORMAT, TranscriptReader, agent_kind
 from cachediag.model import MAIN_STREAM, SessionLog, StreamItem, StreamKind
 
 CHUNK_BYTES = 1 << 20
 """Bytes read at a time: a first read of a long transcript stays small in memory."""
+
+OVERLONG = f"line longer than {MAX_LINE_BYTES >> 20} MiB, skipped"
 
 Landed = Callable[[StreamItem, "LedgerEntry | None"], None]
 """Called with every new item (a request or an announced rebuild) once the ledger has
@@ -64,44 +66,105 @@ class LiveSession:
             found = self.readers[path] = TranscriptReader(self.log, path, file_stream=pinned)
         return found
 
-    def read(self, path: str, until: int | None = None) -> None:
+    def read(
+        self, path: str, until: int | None = None, stop: Callable[[], bool] | None = None
+    ) -> bool:
         """Feed the complete lines appended to ``path`` since its cursor, up to byte
-        ``until`` when given. Raises ``OSError`` when the file cannot be read."""
+        ``until`` when given; ``stop`` is asked after every block, and a read it ends
+        keeps its place for the next one. True when the read got to the end (or to
+        ``until``). Raises ``OSError`` when the file cannot be read (or is not a
+        regular file). A line longer than ``MAX_LINE_BYTES`` is skipped as a bad line."""
         reader = self.reader(path)
         saved = self.files.get(path, {})
         offset, number = int(saved.get("offset", 0)), int(saved.get("lines", 0))
+        skipping = bool(saved.get("skip"))
         needles = WANTED if reader.file_stream is not None else WANTED_WITH_CHAINS
-        with open(path, "rb") as fp:
-            st = os.fstat(fp.fileno())
+        fd = open_regular_fd(path)
+        with os.fdopen(fd, "rb", buffering=0) as fp:
+            st = os.fstat(fd)
             fp.seek(offset)
             limit = None if until is None else max(0, until - offset)
-            carry = b""
-            read = consumed = 0
-            while limit is None or read < limit:
+            carry: list[bytes] = []
+            carried = read = consumed = 0
+            done = False
+            while True:
+                if limit is not None and read >= limit:
+                    done = True
+                    break
+                if stop is not None and read and stop():
+                    break
                 block = fp.read(CHUNK_BYTES if limit is None else min(CHUNK_BYTES, limit - read))
                 if not block:
+                    done = True
                     break
                 read += len(block)
-                data = carry + block if carry else block
+                start = 0
+                if skipping:
+                    nl = block.find(b"\n")
+                    if nl < 0:
+                        consumed += len(block)
+                        continue
+                    number += 1
+                    self._bad(reader, number, OVERLONG)
+                    skipping = False
+                    consumed += nl + 1
+                    start = nl + 1
                 # A half-written last line waits for its newline (formats.md §1).
-                end = data.rfind(b"\n") + 1
-                counted = 0
-                for start in wanted_lines(data, end, needles):
-                    number += data.count(b"\n", counted, start) + 1
-                    counted = data.find(b"\n", start, end) + 1
-                    self._feed(reader, data[start:counted], number)
-                number += data.count(b"\n", counted, end)
-                consumed += end
-                carry = data[end:]
-            self.files[path] = cursor(fp.fileno(), st, offset, read, consumed, number)
+                end = block.rfind(b"\n", start) + 1
+                if end == 0:
+                    if start < len(block):
+                        carry.append(block[start:] if start else block)
+                        carried += len(block) - start
+                    if carried > MAX_LINE_BYTES:
+                        # Never held whole: dropped, and skipped up to its newline.
+                        consumed += carried
+                        carry, carried, skipping = [], 0, True
+                    continue
+                if carry:
+                    first = block.find(b"\n", start) + 1
+                    line = b"".join([*carry, block[start:first]])
+                    carry, carried = [], 0
+                    number = self._feed_lines(reader, line, len(line), needles, number)
+                    consumed += len(line)
+                    start = first
+                data = block[start:end] if start else block
+                number = self._feed_lines(reader, data, end - start, needles, number)
+                consumed += end - start
+                if end < len(block):
+                    carry.append(block[end:])
+                    carried = len(block) - end
+            self.files[path] = cursor(fd, st, offset, read, consumed, number, skip=skipping)
+        return done
+
+    def _feed_lines(
+        self,
+        reader: TranscriptReader,
+        data: bytes,
+        end: int,
+        needles: tuple[bytes, ...],
+        number: int,
+    ) -> int:
+        """Feed the wanted lines of ``data[:end]`` (whole lines); returns the line count."""
+        if end > MAX_LINE_BYTES and data.count(b"\n", 0, end) == 1:
+            self._bad(reader, number + 1, OVERLONG)
+            return number + 1
+        counted = 0
+        for start in wanted_lines(data, end, needles):
+            number += data.count(b"\n", counted, start) + 1
+            counted = data.find(b"\n", start, end) + 1
+            self._feed(reader, data[start:counted], number)
+        return number + data.count(b"\n", counted, end)
+
+    def _bad(self, reader: TranscriptReader, number: int, reason: str) -> None:
+        self.skipped += 1
+        if self.on_bad_line is not None:
+            self.on_bad_line(reader.source, number, reason)
 
     def _feed(self, reader: TranscriptReader, raw: bytes, number: int) -> None:
         try:
             item = reader.feed(parse_line(raw), number)
         except BadLine as exc:
-            self.skipped += 1
-            if self.on_bad_line is not None:
-                self.on_bad_line(reader.source, number, str(exc))
+            self._bad(reader, number, str(exc))
             return
         if item is None:
             return

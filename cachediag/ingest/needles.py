@@ -55,3 +55,9 @@ def py_wanted_lines(data: bytes, end: int, needles: tuple[bytes, ...]) -> list[i
 
 
 wanted_lines = SCANNER[1] if SCANNER is not None else py_wanted_lines
+
+
+MAX_LINE_BYTES = 64 << 20
+"""The longest line any reader holds (64 MiB; Claude Code's longest lines, pasted images
+and huge tool results, stay far below). A longer line is skipped as a bad line, in
+linear time and without ever holding it whole."""

@@ -19,8 +19,11 @@ from typing import Any
 
 from cachediag.analysis.costs import ModelPrices
 from cachediag.paths import cache_dir
+from cachediag.pricing.checks import checked_prices
+from cachediag.safefiles import private_dir, read_private, write_atomic
 
 _FILE = "prices.json"
+MAX_BYTES = 64 << 20
 _VERSION = 3
 """Bump when the conversion of genai-prices data changes: saved prices are then redone."""
 
@@ -37,11 +40,22 @@ def _stamp() -> str | None:
 
 
 def _to_prices(raw: Any) -> ModelPrices | None:
+    """Saved prices back, checked: raises ``ValueError`` for anything that is not what
+    ``put`` wrote (the entry is then looked up again)."""
     if raw is None:
         return None
+    if not isinstance(raw, dict):
+        raise ValueError("a price entry that is not an object")
     raw = dict(raw)
     raw["long_context"] = _to_prices(raw.get("long_context"))
-    return ModelPrices(**raw)
+    try:
+        return checked_prices(ModelPrices(**raw))
+    except TypeError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _plain_text(value: Any) -> bool:
+    return isinstance(value, str) and len(value) < 200 and value.isprintable()
 
 
 class DiskPrices:
@@ -58,14 +72,14 @@ class DiskPrices:
             self._entries = {}
             self._stamp = _stamp()
             try:
-                with open(os.path.join(cache_dir(), _FILE), "rb") as fp:
-                    data = json.load(fp)
-                if isinstance(data, dict) and data.get("stamp") == self._stamp:
-                    self._entries = dict(data.get("entries") or {})
-                    source = data.get("source")
-                    self._source = source if isinstance(source, str) else None
-            except (OSError, ValueError):
-                pass
+                data = json.loads(read_private(os.path.join(cache_dir(), _FILE), MAX_BYTES))
+            except (OSError, ValueError, RecursionError):
+                data = None  # missing or damaged: prices are looked up again
+            if isinstance(data, dict) and data.get("stamp") == self._stamp:
+                entries = data.get("entries")
+                self._entries = dict(entries) if isinstance(entries, dict) else {}
+                source = data.get("source")
+                self._source = source if _plain_text(source) else None
         return self._entries
 
     def get(self, key: str) -> tuple[bool, ModelPrices | None]:
@@ -74,7 +88,7 @@ class DiskPrices:
             return False, None
         try:
             return True, _to_prices(entries[key])
-        except TypeError:  # a file from another layout: ignore the entry
+        except ValueError:  # a damaged entry or another layout: looked up again
             return False, None
 
     def source(self) -> str | None:
@@ -101,20 +115,12 @@ class DiskPrices:
         if not self._dirty or self._stamp is None or self._entries is None:
             return
         folder = cache_dir()
-        path = os.path.join(folder, _FILE)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        try:
-            os.makedirs(folder, mode=0o700, exist_ok=True)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w") as fp:
-                data = {"stamp": self._stamp, "source": self._source, "entries": self._entries}
-                json.dump(data, fp)
-            os.replace(tmp, path)
+        data = {"stamp": self._stamp, "source": self._source, "entries": self._entries}
+        # A cache that cannot be written only costs speed next time.
+        with contextlib.suppress(OSError, ValueError):
+            private_dir(folder, folder)
+            write_atomic(os.path.join(folder, _FILE), json.dumps(data).encode())
             self._dirty = False
-        except OSError:
-            # A cache that cannot be written only costs speed next time.
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
 
 
 DISK = DiskPrices()

@@ -39,6 +39,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cachediag.analysis.costs import ModelPrices
 from cachediag.errors import PricingError
+from cachediag.pricing.checks import checked_prices
+from cachediag.safefiles import UnsafeFile, open_regular
+from cachediag.text import sanitize
 
 MTOK = 1_000_000
 
@@ -46,7 +49,7 @@ MTOK = 1_000_000
 class LongContextPrices(BaseModel):
     """Prices of a whole request whose total input exceeds ``threshold_tokens``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     threshold_tokens: int = Field(gt=0)
     input_mtok: float = Field(ge=0)
@@ -59,7 +62,7 @@ class LongContextPrices(BaseModel):
 class PriceEntry(BaseModel):
     """USD per million tokens of one model, from ``since`` (UTC date) on."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     since: date | None = None
     input_mtok: float = Field(ge=0)
@@ -95,7 +98,7 @@ def _flat(p: PriceEntry | LongContextPrices, source: str) -> ModelPrices:
 class PriceFile(BaseModel):
     """cachediag's own price file."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     source: str | None = None
     """A name for reports; defaults to the file name."""
@@ -173,24 +176,47 @@ def _is_litellm(data: dict[str, Any]) -> bool:
     )
 
 
-@cache
-def load_price_file(path: Path) -> LoadedPrices:
+MAX_PRICE_FILE_BYTES = 256 << 20
+"""LiteLLM's file is ~1.5 MB; a price file far larger than that is not one."""
+
+
+def _read_price_file(path: Path) -> Any:
     try:
-        data = json.loads(path.read_bytes())
+        with open_regular(str(path)) as fp:
+            raw = fp.read(MAX_PRICE_FILE_BYTES + 1)
+    except UnsafeFile as exc:
+        raise PricingError(f"{path}: price file is not a regular file") from exc
     except OSError as exc:
         raise PricingError(f"{path}: cannot read price file ({exc.strerror or exc})") from exc
+    if len(raw) > MAX_PRICE_FILE_BYTES:
+        raise PricingError(f"{path}: price file larger than {MAX_PRICE_FILE_BYTES >> 20} MiB")
+    try:
+        return json.loads(raw)
+    except RecursionError as exc:
+        raise PricingError(f"{path}: price file is nested too deeply") from exc
     except ValueError as exc:
         raise PricingError(f"{path}: price file is not valid JSON") from exc
+
+
+@cache
+def load_price_file(path: Path) -> LoadedPrices:
+    data = _read_price_file(path)
     if not isinstance(data, dict):
         raise PricingError(f"{path}: price file must be a JSON object")
     if _is_litellm(data):
-        source = f"litellm file {path.name}"
+        source = f"litellm file {sanitize(path.name, 80)}"
         loaded = LoadedPrices(source)
         for name, entry in data.items():
             if isinstance(entry, dict):
                 prices = litellm_prices(entry, source)
-                if prices is not None:
-                    loaded.table[name] = [(None, prices)]
+                if prices is None:
+                    continue
+                try:
+                    checked_prices(prices)
+                except ValueError as exc:
+                    model = sanitize(name, 80)
+                    raise PricingError(f"{path}: {model}: {exc} (per-token prices)") from None
+                loaded.table[name] = [(None, prices)]
         return loaded
     try:
         parsed = PriceFile.model_validate(data)
@@ -200,7 +226,7 @@ def load_price_file(path: Path) -> LoadedPrices:
         raise PricingError(
             f"{path}: not a LiteLLM or cachediag price file ({where}: {first['msg']})"
         ) from exc
-    source = parsed.source or f"price file {path.name}"
+    source = sanitize(parsed.source or f"price file {path.name}", 120)
     loaded = LoadedPrices(source)
     for name, value in parsed.models.items():
         entries = value if isinstance(value, list) else [value]

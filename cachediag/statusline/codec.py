@@ -128,7 +128,8 @@ def prices_from_state(data: dict[str, Any] | None) -> ModelPrices | None:
     if data is None:
         return None
     from cachediag.analysis.costs import ModelPrices  # only sessions with misses need it
+    from cachediag.pricing.checks import checked_prices
 
     values = dict(data)
     values["long_context"] = prices_from_state(values.get("long_context"))
-    return ModelPrices(**values)
+    return checked_prices(ModelPrices(**values))

@@ -6,16 +6,19 @@ status line unless told to. Writes atomically so a crash cannot leave half a set
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
 import shutil
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cachediag.errors import CachediagError
+from cachediag.safefiles import NOFOLLOW
 
 SCRIPTS = {
     "jq": "prompt-cache.sh",
@@ -98,8 +101,10 @@ def install(settings: Path, command: str, *, force: bool = False) -> Installed:
     settings_obj: dict[str, Any] = {}
     if settings.exists():
         try:
+            if not settings.is_file():
+                raise OSError("not a regular file")
             loaded = json.loads(settings.read_text(encoding="utf-8") or "{}")
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             raise CachediagError(
                 f"{settings}: cannot read it as JSON ({exc}); not changed"
             ) from exc
@@ -115,13 +120,38 @@ def install(settings: Path, command: str, *, force: bool = False) -> Installed:
             f"{settings} already has a different statusLine; pass --force to replace it "
             "(a backup is kept)"
         )
+    target = Path(os.path.realpath(settings))  # a link into a dotfiles repo stays a link
     backup = None
-    if settings.exists():
+    if target.exists():
         backup = settings.with_name(settings.name + ".bak")
-        shutil.copy2(settings, backup)
+        _write_like(backup, target.read_bytes(), target)
     settings_obj["statusLine"] = {**(current if isinstance(current, dict) else {}), **entry}
-    settings.parent.mkdir(parents=True, exist_ok=True)
-    tmp = settings.with_name(f".{settings.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(settings_obj, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, settings)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(settings_obj, indent=2) + "\n"
+    _write_like(target, text.encode("utf-8"), target if target.exists() else None)
     return Installed(settings, command, changed=True, backup=backup)
+
+
+def _write_like(path: Path, data: bytes, like: Path | None) -> None:
+    """Replace ``path`` atomically with ``data``, keeping the mode and owner of ``like``
+    (settings.json may hold an API key: a 0600 file stays 0600); a new file is 0600."""
+    mode, owner = 0o600, None
+    if like is not None:
+        st = like.stat()
+        mode, owner = stat.S_IMODE(st.st_mode), (st.st_uid, st.st_gid)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as fp:
+            fp.write(data)
+            if owner is not None and hasattr(os, "fchown"):
+                with contextlib.suppress(PermissionError):  # only root may give files away
+                    os.fchown(fp.fileno(), *owner)
+            os.fchmod(fp.fileno(), mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise

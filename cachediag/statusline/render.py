@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+from cachediag.text import sanitize
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs milliseconds at run time; the warm path avoids it
     from collections.abc import Callable
@@ -15,7 +17,7 @@ if TYPE_CHECKING:  # typing costs milliseconds at run time; the warm path avoids
 
     View: TypeAlias = dict[str, Any]
 
-DEFAULT_FORMAT = "{hit} · {warm} · {misses} · {last} · {agents}"
+DEFAULT_FORMAT = "{hit} · {warm} · {misses} · {last} · {agents} · {partial}"
 FALLBACK = "cache ?"
 
 NONE = "\u2013"
@@ -24,11 +26,19 @@ NONE = "\u2013"
 _GREEN, _YELLOW, _RED, _DIM, _RESET = "\x1b[32m", "\x1b[33m", "\x1b[31m", "\x1b[2m", "\x1b[0m"
 
 
+MAX_SHOWN = 1e15
+"""Numbers beyond this are not real counts, costs or times: the field is left out."""
+
+
 def number(obj: Any, key: str) -> float | None:
     value = obj.get(key) if isinstance(obj, dict) else None
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value) if math.isfinite(value) else None
+    try:
+        shown = float(value)  # a 400-digit integer does not fit: that field is left out
+    except OverflowError:
+        return None
+    return shown if math.isfinite(shown) and abs(shown) <= MAX_SHOWN else None
 
 
 def count(obj: Any, key: str) -> int | None:
@@ -37,7 +47,7 @@ def count(obj: Any, key: str) -> int | None:
 
 
 def printable(text: str, limit: int = 40) -> str:
-    return "".join(ch for ch in text[:limit] if ch.isprintable())
+    return sanitize(text, limit)
 
 
 def _paint(text: str, colour: str, on: bool) -> str:
@@ -50,6 +60,10 @@ def _plural(n: int, word: str) -> str:
 
 def usd(value: float) -> str:
     return f"${value:.2f}" if value >= 0.01 or value == 0 else "<$0.01"
+
+
+MAX_CLOCK_S = 24 * 3600
+"""A countdown longer than the longest TTL (1h) is not one; past a day it is not shown."""
 
 
 def clock(seconds: float) -> str:
@@ -77,6 +91,8 @@ def field_warm(view: View, color: bool) -> str:
     expires = number(pc, "expires_at")
     if expires is not None:
         left = expires - float(view.get("now", 0.0))
+        if left > MAX_CLOCK_S:
+            return _paint("warm", _GREEN, color)
         if left > 0:
             return _paint(f"warm {clock(left)}", _GREEN, color)
         return _paint("cold", _YELLOW, color)
@@ -92,9 +108,13 @@ def field_misses(view: View, color: bool) -> str:
         return ""
     text = _plural(misses, "miss")
     cost = number(view, "miss_cost_usd")
-    if cost is not None and misses:
+    logged = count(view, "transcript_misses")
+    if logged is not None and logged != misses:
+        # Claude Code's count, and what the transcript shows (with what those cost).
+        text += f" (log {logged}{f': {usd(cost)}' if cost is not None and logged else ''})"
+    elif cost is not None and misses:
         text += f" ({usd(cost)})"
-    return _paint(text, _RED, color and misses > 0)
+    return _paint(text, _RED, color and (misses > 0 or bool(logged)))
 
 
 def field_cost(view: View, color: bool) -> str:
@@ -162,6 +182,10 @@ def field_requests(view: View, color: bool) -> str:
     return "" if n is None else f"{n} req"
 
 
+def field_partial(view: View, color: bool) -> str:
+    return _paint("partial", _YELLOW, color) if view.get("partial") is True else ""
+
+
 def field_source(view: View, color: bool) -> str:
     source = view.get("source")
     return source if isinstance(source, str) else ""
@@ -178,6 +202,7 @@ FIELDS: dict[str, Callable[[View, bool], str]] = {
     "ttl": field_ttl,
     "requests": field_requests,
     "source": field_source,
+    "partial": field_partial,
 }
 
 

@@ -25,6 +25,7 @@ from cachediag.follow.files import (
 )
 from cachediag.ingest.needles import WANTED, WANTED_WITH_CHAINS, wanted_lines
 from cachediag.paths import cache_dir
+from cachediag.safefiles import open_private, open_regular, private_dir, read_private, write_atomic
 from cachediag.statusline import jsonlite
 
 TYPE_CHECKING = False
@@ -34,8 +35,25 @@ if TYPE_CHECKING:  # typing costs milliseconds at run time; the warm path avoids
 
     State: TypeAlias = dict[str, Any]
 
-STATE_VERSION = 1
+STATE_VERSION = 2
 """Bump when the layout or the accounting changes: older states are then recomputed."""
+MAGIC = b"cachediag-state %d " % STATE_VERSION
+"""Line 0: this, then the crc32 of the header line. The header carries ``readers_crc``
+for line 2. Any damage (a cut, a flipped byte, a hand edit) fails a checksum and the
+state is recomputed, whatever the damage would otherwise have raised."""
+MAX_STATE_BYTES = 256 << 20
+"""A state file larger than this is not ours (or is broken): it is not read."""
+
+
+class BadState(ValueError):
+    """A state file that cannot be used; it is recomputed (and the reason logged)."""
+
+
+def state_dir(root: str | None = None) -> str:
+    """The state folder, made 0700 where missing; raises ``OSError`` (``UnsafeFile``)
+    when it, or the cache folder above it, is not this user's alone."""
+    top = root or cache_dir()
+    return private_dir(os.path.join(top, "statusline"), top)
 
 
 def state_path(transcript: str, root: str | None = None) -> str:
@@ -50,41 +68,48 @@ def state_path(transcript: str, root: str | None = None) -> str:
 
 
 def load_header(path: str) -> tuple[dict[str, Any] | None, bytes]:
-    """The header (or ``None`` when absent, corrupt or from another version) and the raw
-    rest of the file, which ``load_readers`` parses only when it is needed."""
+    """The header (or ``None`` when absent) and the raw rest of the file, which
+    ``readers`` parses only when it is needed. Raises ``BadState`` for a file that is
+    there but cannot be used (damaged, another version, not a regular file)."""
     try:
-        with open(path, "rb") as fp:
-            data = fp.read()
-    except OSError:
+        data = read_private(path, MAX_STATE_BYTES)
+    except FileNotFoundError:
         return None, b""
+    except OSError as exc:
+        raise BadState(f"state file not readable ({type(exc).__name__})") from exc
+    magic, _, data = data.partition(b"\n")
     head, _, rest = data.partition(b"\n")
+    if not magic.startswith(MAGIC):
+        raise BadState("state file of another version or damaged (first line)")
+    if magic[len(MAGIC) :] != b"%08x" % zlib.crc32(head):
+        raise BadState("state file damaged (header checksum)")
     try:
         header = jsonlite.loads(head)
-    except (ValueError, RecursionError):
-        return None, b""
+    except Exception as exc:  # whatever a damaged header raises, it is one answer
+        raise BadState(f"state header unreadable ({type(exc).__name__})") from exc
     if not isinstance(header, dict) or header.get("version") != STATE_VERSION:
-        return None, b""
+        raise BadState("state header of another version")
     return header, rest
+
+
+def readers(rest: bytes, header: dict[str, Any]) -> bytes:
+    """Line 2 of a state file, checked against the header's ``readers_crc``."""
+    body = rest.rstrip(b"\n")
+    if header.get("readers_crc") != zlib.crc32(body):
+        raise BadState("state file damaged (readers checksum)")
+    return body
+
+
+def readers_crc(body: bytes) -> int:
+    return zlib.crc32(body)
 
 
 def save(path: str, header: bytes, readers: bytes) -> None:
     """Write both serialized parts atomically; the file is private to the user from its
-    creation. ``header`` must carry ``"version": STATE_VERSION``."""
-    folder = os.path.dirname(path)
-    os.makedirs(folder, mode=0o700, exist_ok=True)
-    body = header + b"\n" + readers + b"\n"
-    tmp = f"{path}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as fp:
-            fp.write(body)
-        os.replace(tmp, path)
-    except BaseException:
-        try:  # noqa: SIM105 - contextlib is one more import on the warm path
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    creation, never written through a link. ``header`` must carry ``"version":
+    STATE_VERSION`` and ``"readers_crc"`` of ``readers``."""
+    body = b"%s%08x\n%s\n%s\n" % (MAGIC, zlib.crc32(header), header, readers)
+    write_atomic(path, body)
     _remove_stale_temporaries(path)
 
 
@@ -117,18 +142,19 @@ class WriterLock:
     also when the process is killed.
     """
 
-    def __init__(self, path: str) -> None:
-        self.path = path + ".lock"
+    def __init__(self, path: str | None) -> None:
+        self.path = None if path is None else path + ".lock"
         self.fd: int | None = None
 
     def __enter__(self) -> bool:
+        if self.path is None:
+            return False
         try:
             import fcntl
         except ImportError:  # pragma: no cover - no flock (Windows): never write concurrently
             return False
         try:
-            os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
-            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            self.fd = open_private(self.path, os.O_RDWR | os.O_CREAT)
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             return False
@@ -148,11 +174,20 @@ def agent_files(transcript: str) -> list[str]:
 
 
 def unchanged(header: dict[str, Any], files: list[str]) -> bool:
-    """True when every file is exactly as the state last saw it (the warm path)."""
-    saved = header.get("files")
-    if not isinstance(saved, dict) or set(saved) != set(files):
+    """True when every file is exactly as the state last saw it (the warm path); an agent
+    file that could not be read counts as unchanged while its signature is the same."""
+    saved, bad = header.get("files"), header.get("unreadable") or {}
+    if (
+        not isinstance(saved, dict)
+        or not isinstance(bad, dict)
+        or set(saved) | set(bad) != set(files)
+    ):
         return False
-    return all(unchanged_since(saved[path], path) for path in files)
+    return all(unchanged_since(bad[p] if p in bad else saved[p], p) for p in files)
+
+
+SKIP_SCAN_BYTES = 4 << 20
+"""Appends larger than this are left to the reader (bounded in time and memory)."""
 
 
 def skip_request_free_appends(header: dict[str, Any], files: list[str]) -> dict[str, Any] | None:
@@ -175,12 +210,16 @@ def skip_request_free_appends(header: dict[str, Any], files: list[str]) -> dict[
             continue
         if not resumable(path, entry):
             return None
+        if not isinstance(entry.get("size"), int) or entry.get("skip"):
+            return None
+        if os.stat(path).st_size - entry["size"] > SKIP_SCAN_BYTES:
+            return None  # much was written: the reader, with its time budget, reads it
         needles = WANTED_WITH_CHAINS if path == files[0] else WANTED
         offset, lines = entry.get("offset"), entry.get("lines")
         if not isinstance(offset, int) or not isinstance(lines, int):
             return None
         try:
-            with open(path, "rb") as fp:
+            with open_regular(path) as fp:
                 st = os.fstat(fp.fileno())
                 fp.seek(offset)
                 data = fp.read()
@@ -191,4 +230,4 @@ def skip_request_free_appends(header: dict[str, Any], files: list[str]) -> dict[
                 moved[path] = cursor(fp.fileno(), st, offset, len(data), end, lines)
         except OSError:
             return None
-    return {**header, "files": moved}
+    return {**header, "files": moved, "partial": False}

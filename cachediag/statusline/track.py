@@ -8,16 +8,18 @@ the whole session from byte 0 (a full recompute).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from cachediag.analysis.ledger import Ledger, LedgerEntry, Outcome
 from cachediag.analysis.summary import build_prompt_cache
-from cachediag.follow.files import resumable, unchanged_since
+from cachediag.follow.files import change_of, file_signature, unchanged_since
 from cachediag.follow.session import LiveSession
 from cachediag.model import StreamItem, StreamKind
 from cachediag.report.serialize import prompt_cache_dict
 from cachediag.statusline import codec
-from cachediag.statusline.state import STATE_VERSION
+from cachediag.statusline.state import STATE_VERSION, BadState, readers_crc
+from cachediag.statusline.state import readers as checked_readers
 
 try:  # the reader already loaded orjson when it is installed; json is the fallback
     import orjson as _orjson
@@ -45,15 +47,16 @@ State = dict[str, Any]
 
 
 def encode_state(header: State, readers: dict[str, Any]) -> tuple[bytes, bytes]:
-    return _dumps({**header, "version": STATE_VERSION}), _dumps(readers)
+    body = _dumps(readers)
+    return _dumps({**header, "version": STATE_VERSION, "readers_crc": readers_crc(body)}), body
 
 
-def load_readers(rest: bytes) -> dict[str, Any]:
-    try:
-        readers = _loads(rest) if rest.strip() else {}
-    except (ValueError, RecursionError):
-        return {}
-    return readers if isinstance(readers, dict) else {}
+def load_readers(rest: bytes, header: State) -> dict[str, Any]:
+    """The readers' saved keys; raises ``BadState`` when line 2 is damaged."""
+    readers = _loads(checked_readers(rest, header))
+    if not isinstance(readers, dict):
+        raise BadState("state readers of the wrong shape")
+    return readers
 
 
 class Session(LiveSession):
@@ -64,8 +67,11 @@ class Session(LiveSession):
         self.streams: dict[str, dict[str, Any]] = {}
         self.prices: dict[str, Any] = {}
         self.api_errors = 0
+        self.unreadable: dict[str, Any] = {}
+        """Agent files that could not be read, with their signature at the time."""
         if header is None:
             return
+        self.unreadable = dict(header.get("unreadable") or {})
         self.skipped = int(header.get("skipped_lines", 0))
         self.api_errors = int(header.get("api_errors", 0))
         self.prices = dict(header.get("prices", {}))
@@ -74,7 +80,7 @@ class Session(LiveSession):
             self.streams[sid] = dict(s)
             self.ledgers[sid] = codec.ledger_from_state(s["ledger"])
             self.log.stream(sid, StreamKind(s["kind"]), source=s.get("source"))
-        for path, data in load_readers(rest).items():
+        for path, data in load_readers(rest, header).items():
             codec.restore_reader(self.reader(path), data)
 
     def landed(self, item: StreamItem, entry: LedgerEntry | None) -> None:
@@ -132,6 +138,7 @@ class Session(LiveSession):
             "streams": streams,
             "prices": self.prices,
             "skipped_lines": self.skipped,
+            "unreadable": self.unreadable,
             "api_errors": self.api_errors + self.log.api_errors,
             "saved_at": now,
         }
@@ -141,25 +148,72 @@ class Session(LiveSession):
 
 
 def refresh(
-    transcript: str, agents: list[str], header: State | None, rest: bytes, now: float
+    transcript: str,
+    agents: list[str],
+    header: State | None,
+    rest: bytes,
+    now: float,
+    *,
+    stop: Callable[[], bool] | None = None,
+    on_problem: Callable[[str], None] | None = None,
 ) -> tuple[State, dict[str, Any]]:
-    """Bring the state up to date with the files; returns the new header and readers."""
+    """Bring the state up to date with the files; returns the new header and readers.
+
+    ``stop`` is asked between blocks: when it says so, what was read is kept, the header
+    says ``partial``, and the next run goes on from there. An agent file that cannot be
+    read costs only its own stream (it is listed as ``unreadable``); the main transcript
+    that cannot be read raises ``OSError``. ``on_problem`` hears about each (one line for
+    the log, never file content).
+    """
+    say = on_problem or (lambda message: None)
     files = [transcript, *agents]
-    if header is not None and (
-        header.get("transcript") != transcript
-        or not isinstance(header.get("files"), dict)
-        or not set(header["files"]) <= set(files)
-        or not all(resumable(p, header["files"][p]) for p in header["files"])
-    ):
-        header = None  # truncated, replaced, rewritten or vanished: start again
+    if header is not None:
+        saved = header.get("files")
+        if header.get("transcript") != transcript or not isinstance(saved, dict):
+            say("state of another transcript or shape: recomputed")
+            header = None
+        elif not set(saved) <= set(files):
+            say("an agent file vanished: state recomputed")  # its stream must go
+            header = None
+        else:
+            changed = {p: change_of(p, saved[p]) for p in saved}
+            changed = {p: why for p, why in changed.items() if why is not None}
+            if changed:
+                path, why = sorted(changed.items())[0]
+                say(f"{_kind(path, transcript)} {why}: state recomputed")
+                header = None
     try:
         session = Session(transcript, header, rest)
-    except (KeyError, TypeError, ValueError, AttributeError):
-        session = Session(transcript, None, b"")  # a state we cannot use: recompute
+    except Exception as exc:  # a state we cannot use, whatever it raises: recompute
+        say(f"state unusable, recomputed: {type(exc).__name__}")
+        session = Session(transcript, None, b"")
+    partial = False
     for path in files:
-        if not unchanged_since(session.files.get(path), path):
-            session.read(path)
+        if stop is not None and path != transcript and stop():
+            partial = True  # the main transcript always gets a first block read
+            break
+        if unchanged_since(session.files.get(path), path):
+            continue
+        known = session.unreadable.get(path)
+        if known is not None and known == file_signature(path):
+            continue  # failed before and not changed since: not tried again
+        try:
+            finished = session.read(path, stop=stop)
+        except OSError as exc:
+            if path == transcript:
+                raise
+            session.unreadable[path] = file_signature(path) or {}
+            say(f"agent file not read ({type(exc).__name__}: {exc.strerror or 'not regular'})")
+            continue
+        session.unreadable.pop(path, None)
+        partial = partial or not finished
     # Every stream of the session has a ledger, even one that has no request yet.
     for sid in session.log.streams:
         session.ledgers.setdefault(sid, Ledger())
-    return session.header(now), session.readers_state()
+    header = session.header(now)
+    header["partial"] = partial
+    return header, session.readers_state()
+
+
+def _kind(path: str, transcript: str) -> str:
+    return "transcript" if path == transcript else "agent file"

@@ -1,0 +1,47 @@
+"""The one sanitiser: text that came from a log (or a file name, or a price file) made
+safe to print on a terminal.
+
+Logs are written by other programs and may hold anything: a model name, an ``agentId``
+or a price source with ``ESC [ 31 m`` (colours), ``ESC ] 0 ;`` (the window title),
+``BEL``, a carriage return that overwrites what was printed, or bidirectional-override
+characters that show text in another order than it is. Every human-facing output
+(tables, watch lines, the status line, notes on stderr) passes such text through
+``sanitize``; JSON output escapes control characters by itself.
+
+Standard library only, no ``re``: the status line's warm path imports this.
+"""
+
+from __future__ import annotations
+
+REPLACEMENT = "?"
+
+_UNSAFE: dict[int, str] = {c: REPLACEMENT for c in range(0x20)}
+_UNSAFE.update({c: REPLACEMENT for c in range(0x7F, 0xA0)})  # DEL and the C1 controls
+_UNSAFE.update(
+    {
+        c: REPLACEMENT
+        # Zero-width, bidirectional marks, embeddings, overrides and isolates, line and
+        # paragraph separators, the BOM: each can hide or reorder what is shown.
+        for c in (
+            *range(0x200B, 0x2010),
+            *range(0x2028, 0x202F),
+            *range(0x2060, 0x2070),
+            0xFEFF,
+            0x061C,
+        )
+    }
+)
+_UNSAFE_KEEP_LINES = {c: r for c, r in _UNSAFE.items() if c not in (0x0A, 0x09)}
+
+
+def sanitize(text: str, limit: int | None = None, *, lines: bool = False) -> str:
+    """``text`` with every control or reordering character replaced by ``?``; at most
+    ``limit`` characters (then ``…``). ``lines=True`` keeps newlines and tabs (a whole
+    block of output; a ``\\r\\n`` line end becomes ``\\n``)."""
+    if limit is not None and len(text) > limit:
+        text = text[: max(0, limit - 1)] + "\u2026"
+    if text.isascii() and text.isprintable():
+        return text
+    if lines:
+        return text.replace("\r\n", "\n").translate(_UNSAFE_KEEP_LINES)
+    return text.translate(_UNSAFE)
