@@ -9,10 +9,11 @@ known, since a date means midnight in the display zone and a span counts back fr
 from __future__ import annotations
 
 import os
+import time as _time
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta, tzinfo
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from pathlib import Path
 from typing import Any, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -60,9 +61,17 @@ class BoundType(click.ParamType):  # type: ignore[type-arg]
             return value
         text = str(value).strip()
         try:
-            return parse_bound(text)
+            bound = parse_bound(text)
         except ValueError as exc:
             self.fail(f"{text!r}: {exc} (expected {BOUND_HELP})", param, ctx)
+        try:  # 9999-12-31 as an end is a day past the last one datetime can hold
+            for end in (False, True):
+                datetime.fromtimestamp(bound.resolve(_time.time(), UTC, end=end), UTC)
+        except (OverflowError, ValueError, OSError):
+            self.fail(
+                f"{text!r}: outside the dates cachediag can use (years 1 to 9998)", param, ctx
+            )
+        return bound
 
 
 def parse_bound(text: str) -> Bound:

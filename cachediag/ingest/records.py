@@ -107,8 +107,9 @@ class FailedRequestIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     at: float
-    failure: Literal["http_error", "upstream_unreachable", "cancelled", "upstream_dropped",
-                     "no_usage"]
+    failure: Literal[
+        "http_error", "upstream_unreachable", "cancelled", "upstream_dropped", "no_usage"
+    ]
     sent_at: float | None = None
     first_byte_at: float | None = None
     status: int | None = None
