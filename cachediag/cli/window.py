@@ -9,8 +9,8 @@ known, since a date means midnight in the display zone and a span counts back fr
 from __future__ import annotations
 
 import os
-import time as _time
 import re
+import time as _time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
