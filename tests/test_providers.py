@@ -109,6 +109,15 @@ EXPECTED: dict[str, tuple[str, str, list[str], str | None, dict[str, Any]]] = {
     "chat_ttl_expired_24h": (CAPTURE, "miss", ["ttl_expired_24h"], "inferred", {"ttl": "24h"}),
     # previous_response_id: only the new turn is sent; still one conversation.
     "responses_chained_hits": (CAPTURE, "hit", [], None, {}),
+    # A server-held conversation (``conversation``): only new items are sent.
+    "responses_conversation_hits": (CAPTURE, "hit", [], None, {}),
+    "responses_conversation_tools_changed": (
+        CAPTURE,
+        "miss",
+        ["tools_changed"],
+        "inferred",
+        {"tools_added": ["web_fetch"]},
+    ),
     "responses_chained_model_changed": (CAPTURE, "miss", ["model_changed"], "inferred", {}),
     # The server's own diagnostics (GPT-5.6+), with the bodies agreeing.
     "diag_model_changed": (
@@ -212,6 +221,21 @@ EXPECTED: dict[str, tuple[str, str, list[str], str | None, dict[str, Any]]] = {
         "inferred",
         {"provider": "Amazon Bedrock", "cost_source": "provider"},
     ),
+    # The same, logged event by event: only the last chunk carries usage and cost.
+    "openrouter_provider_changed_chunks": (
+        USAGE,
+        "miss",
+        ["provider_changed"],
+        "inferred",
+        {"provider": "Amazon Bedrock", "cost_source": "provider"},
+    ),
+    "diag_tools_changed_events": (
+        USAGE,
+        "miss",
+        ["tools_changed"],
+        "server",
+        {"server_causes": ["tools_changed"]},
+    ),
     "openrouter_byok_hits": (
         CAPTURE,
         "hit",
@@ -279,7 +303,40 @@ def test_comparison_and_previous_response_ids_are_not_a_change() -> None:
 
 def test_server_counts_are_kept_as_evidence() -> None:
     obj = _analyze(PROVIDERS / "diag_input_changed.jsonl", "--requests")
-    assert obj["requests"][2]["evidence"]["server_reason"] == "input_changed"
+    evidence = obj["requests"][2]["evidence"]
+    assert evidence["server_reason"] == "input_changed"
+    # The baseline's 13,000-token prompt: 10,000 reusable, 3,000 missed.
+    assert evidence["server_missed_tokens"] == 3_000
+    assert evidence["server_reusable_tokens"] == 10_000
+
+
+def test_records_carry_openai_dimensions_and_the_provider(tmp_path: Path) -> None:
+    def line(at: float, read: int, **extra: Any) -> str:
+        fp = {"model": "gpt-5.6", "message_hashes": ["a"], "verbosity": "medium"}
+        fp |= extra.pop("fp", {})
+        rec = {"at": at, "input_tokens": 13_000 - read, "cache_read_tokens": read}
+        rec |= {"cache_creation_tokens": 0, "ttl": "30m", "fingerprint": fp, **extra}
+        return json.dumps(rec) + "\n"
+
+    path = tmp_path / "records.jsonl"
+    path.write_text(
+        line(0, 0, provider="A", reported_cost_usd=0.5)
+        + line(10, 12_000, provider="A")
+        + line(20, 0, provider="A", fp={"verbosity": "low"})
+        + line(30, 12_000, provider="A", fp={"verbosity": "low"})
+        + line(40, 0, provider="B", fp={"verbosity": "low"})
+    )
+    obj = _analyze(path, "--requests")
+    assert [r["causes"] for r in obj["requests"]] == [
+        [],
+        [],
+        ["verbosity_changed"],
+        [],
+        ["provider_changed"],
+    ]
+    assert obj["prompt_cache"]["ttl"] == "30m"
+    assert obj["requests"][0]["cost_usd"] == 0.5
+    assert obj["requests"][0]["cost_source"] == "provider"
 
 
 def test_provider_cost_is_used_and_said() -> None:

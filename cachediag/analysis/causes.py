@@ -84,6 +84,11 @@ class MissEvidence:
     model_before: str | None
     model_after: str | None
     server_reason: str | None = None
+    server_missed_tokens: int | None = None
+    """What the server said was not reused (Anthropic ``cache_missed_input_tokens``,
+    OpenAI ``cache_missed_tokens``)."""
+    server_reusable_tokens: int | None = None
+    """OpenAI ``comparison_reusable_tokens``: what the baseline could have lent."""
 
 
 @dataclass(slots=True, frozen=True)

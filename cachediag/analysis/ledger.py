@@ -158,6 +158,7 @@ class Ledger:
         window = TTL_SECONDS[self.prev_ttl]
         # A compaction touches the cache, so the clock restarts at the announcement.
         idle = cur.at - (prev.at if announce_at is None else max(prev.at, announce_at))
+        said = cur.server_reason
         evidence = MissEvidence(
             gap_s=idle,
             ttl_in_force=self.prev_ttl,
@@ -166,7 +167,9 @@ class Ledger:
             fell_back_to="nothing" if cur_read == 0 else "earlier_prefix",
             model_before=prev.model,
             model_after=cur.model,
-            server_reason=None if cur.server_reason is None else cur.server_reason.type,
+            server_reason=None if said is None else said.type,
+            server_missed_tokens=None if said is None else said.missed_tokens,
+            server_reusable_tokens=None if said is None else said.reusable_tokens,
         )
         if kind is not None and idle < window:
             return Outcome.EXPECTED, reprocessed, None, evidence

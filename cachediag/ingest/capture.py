@@ -48,6 +48,9 @@ class CapturedCall:
     """OpenAI Responses: the server holds the conversation up to this response."""
     baseline_id: str | None = None
     """The earlier response this request names as the one it continues."""
+    conversation_id: str | None = None
+    """OpenAI Responses ``conversation``: the server holds its items, as with
+    ``previous_response_id``, up to the conversation's latest response."""
 
 
 def _pointer(value: Any) -> str | None:
@@ -60,6 +63,11 @@ def _baseline(body: JsonObject) -> str | None:
         _pointer(options.get("comparison_response_id")) if isinstance(options, dict) else None
     )
     return compared or _pointer(body.get("previous_response_id"))
+
+
+def _conversation(body: JsonObject) -> str | None:
+    value = body.get("conversation")
+    return _pointer(value.get("id") if isinstance(value, dict) else value)
 
 
 def looks_like_capture(obj: JsonObject) -> bool:
@@ -252,6 +260,7 @@ def read_call(obj: JsonObject, line: int) -> CapturedCall:
             dataclasses.replace(record, fingerprint=fingerprint_openai_request(body)),
             previous_response_id=_pointer(body.get("previous_response_id")),
             baseline_id=_baseline(body),
+            conversation_id=_conversation(body),
         )
     model = message.get("model") if isinstance(message.get("model"), str) else body.get("model")
     msg_id = message.get("id")
@@ -274,12 +283,20 @@ def read_call(obj: JsonObject, line: int) -> CapturedCall:
 
 def _chained(calls: list[CapturedCall]) -> list[CapturedCall]:
     chain = ResponseChain()
+    latest: dict[str, str] = {}  # conversation id -> its latest response so far
     out = []
     for call in calls:
         record = call.record
+        previous = call.previous_response_id
+        if previous is None and call.conversation_id is not None:
+            previous = latest.get(call.conversation_id)
+            if previous is not None and call.baseline_id is None:
+                call = dataclasses.replace(call, baseline_id=previous)
         if record.fingerprint is not None:
-            fp = chain.resolve(record.fingerprint, call.previous_response_id, record.message_id)
+            fp = chain.resolve(record.fingerprint, previous, record.message_id)
             call = dataclasses.replace(call, record=dataclasses.replace(record, fingerprint=fp))
+        if call.conversation_id is not None and record.message_id is not None:
+            latest[call.conversation_id] = record.message_id
         out.append(call)
     return out
 
@@ -300,7 +317,7 @@ def read_capture(lines: Iterable[bytes], source: str, session_id: str) -> Sessio
             session.issues.append(LineIssue(source, number, str(exc)))
     # Streams are sequences of requests as sent; captures log them as they complete.
     calls.sort(key=lambda c: c.started_at)
-    if any(c.previous_response_id is not None for c in calls):
+    if any(c.previous_response_id or c.conversation_id for c in calls):
         calls = _chained(calls)
     links = {
         c.record.message_id: c.baseline_id

@@ -177,6 +177,15 @@ def response_record(
 _RESPONSE_DONE = frozenset({"response.completed", "response.incomplete", "response.failed"})
 
 
+def is_stream_part(obj: JsonObject) -> bool:
+    """An OpenAI streaming event logged on its own line that carries no usage: a Responses
+    event before ``response.completed``, or a Chat Completions chunk before the last."""
+    kind = obj.get("type")
+    if isinstance(kind, str) and kind.startswith("response.") and kind not in _RESPONSE_DONE:
+        return True
+    return obj.get("object") == "chat.completion.chunk" and not isinstance(obj.get("usage"), dict)
+
+
 def parse_openai_sse(text: str) -> tuple[JsonObject, bool] | None:
     """The final response of an OpenAI event stream and whether it ended properly, or
     ``None`` when the text is not one.

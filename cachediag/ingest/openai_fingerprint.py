@@ -40,8 +40,9 @@ _OWN_FIELDS = frozenset(
 )
 _NOT_IN_PREFIX = frozenset(
     {
-        # pointers at an earlier response: different on every request by design
+        # pointers at an earlier response (or at the server-held conversation)
         "previous_response_id",
+        "conversation",
         # sampling, length, output and transport settings
         "temperature",
         "top_p",

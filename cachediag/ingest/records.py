@@ -54,14 +54,23 @@ class FingerprintIn(BaseModel):
     defer_loading: bool | None = None
     message_hashes: list[str] | None = None
     message_roles: list[str] | None = None
+    prompt_cache_key: str | None = None
+    """OpenAI ``prompt_cache_key``, hashed."""
+    text_format: str | None = None
+    """OpenAI text format: its type, and a hash of its schema when it has one."""
+    verbosity: str | None = None
+    service_tier: str | None = None
 
 
 class ServerReasonIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     type: str | None
-    """``diagnostics.cache_miss_reason.type``; null: the server found no divergence."""
+    """Anthropic ``diagnostics.cache_miss_reason.type`` or OpenAI
+    ``prompt_cache_diagnostics.reason``; null: the server found no divergence."""
     missed_tokens: int | None = None
+    reusable_tokens: int | None = None
+    """OpenAI ``comparison_reusable_tokens``."""
 
 
 class RequestIn(BaseModel):
@@ -98,6 +107,10 @@ class RequestIn(BaseModel):
     """Claude Code's gateway hint headers, names without ``x-claude-code-``."""
     fingerprint_error: str | None = None
     """Why the request body could not be fingerprinted (it was forwarded all the same)."""
+    provider: str | None = None
+    """Who served the request behind a router (OpenRouter's ``provider``)."""
+    reported_cost_usd: float | None = Field(default=None, ge=0)
+    """What the provider said the request cost; used instead of list prices."""
 
 
 class FailedRequestIn(BaseModel):
@@ -182,9 +195,13 @@ def to_item(obj: dict[str, Any], line: int) -> StreamItem:
         line=line,
         server_reason=None
         if r.server_reason is None
-        else ServerReason(r.server_reason.type, r.server_reason.missed_tokens),
+        else ServerReason(
+            r.server_reason.type, r.server_reason.missed_tokens, r.server_reason.reusable_tokens
+        ),
         fingerprint=None if r.fingerprint is None else _fingerprint(r.fingerprint),
         applied_edits=r.applied_edits,
+        provider=r.provider,
+        reported_cost_usd=r.reported_cost_usd,
     )
 
 

@@ -20,7 +20,12 @@ from cachediag.ingest.anthropic import (
 )
 from cachediag.ingest.capture import first_time, parse_sse
 from cachediag.ingest.lines import BadLine, JsonObject, iter_objects, parse_line
-from cachediag.ingest.openai import is_openai_usage, plain_record, response_record
+from cachediag.ingest.openai import (
+    is_openai_usage,
+    is_stream_part,
+    plain_record,
+    response_record,
+)
 from cachediag.model import MAIN_STREAM, LineIssue, RequestRecord, SessionLog, StreamKind
 
 FORMAT = "api-usage"
@@ -123,7 +128,8 @@ def _events_as_messages(
     for number, obj in objects:
         kind = obj.get("type")
         if kind not in _SSE_EVENTS:
-            yield number, obj, first_time(obj)
+            if not is_stream_part(obj):
+                yield number, obj, first_time(obj, obj.get("response"))
             continue
         if kind == "message_start":
             if pending:

@@ -64,6 +64,10 @@ class Evidence(BaseModel):
     model_before: str | None
     model_after: str | None
     server_reason: str | None
+    server_missed_tokens: int | None = None
+    """Tokens the server said were not reused, when it said so."""
+    server_reusable_tokens: int | None = None
+    """OpenAI ``comparison_reusable_tokens``: what the compared response could have lent."""
 
 
 class Cost(BaseModel):

@@ -86,6 +86,10 @@ def _details(entry: LedgerEntry) -> dict[str, Any]:
             "model_after": ev.model_after,
             "server_reason": ev.server_reason,
         }
+        if ev.server_missed_tokens is not None:
+            out["evidence"]["server_missed_tokens"] = ev.server_missed_tokens
+        if ev.server_reusable_tokens is not None:
+            out["evidence"]["server_reusable_tokens"] = ev.server_reusable_tokens
     return out
 
 
