@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Literal
+from typing import Literal, NamedTuple
 
 Ttl = Literal["5m", "30m", "1h", "24h"]
 """Anthropic writes ``5m`` or ``1h`` entries; OpenAI keeps a prefix ``5m`` (in-memory
@@ -34,6 +34,29 @@ class RebuildKind(StrEnum):
     COMPACTION = "compaction"
     MICROCOMPACTION = "microcompaction"
     CONTEXT_EDIT = "context_edit"
+
+
+class BlockPrint(NamedTuple):
+    """One tool, system block or message content block: its size and markup, no text.
+
+    A plain tuple on purpose: a 200k-token capture holds hundreds of thousands of them
+    (shared between requests that resend the same message), and saved state turns them
+    into lists and back without knowing this type.
+    """
+
+    hash: str
+    """Content hash without ``cache_control`` (and without tool-call ids, so the same
+    content under another ``tool_use_id`` is the same block)."""
+    chars: int
+    """Characters of the text the block carries (a tool: its JSON definition)."""
+    type: str
+    """``text``, ``tool_use``, ``tool_result``, ``image``, ``thinking``..., ``tool``."""
+    cache_control: str = ""
+    """``type;ttl=..;scope=..`` of the block's breakpoint, ``""`` when it has none."""
+    media: int = 0
+    """Images and binary documents inside the block (their size is not in ``chars``)."""
+    name: str | None = None
+    """The tool a ``tool_use`` calls or a ``tool_result`` answers (a tool's own name)."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -70,6 +93,14 @@ class Fingerprint:
     verbosity: str | None = None
     service_tier: str | None = None
     """OpenAI ``service_tier`` (Anthropic's own is part of ``extra_body_hash``)."""
+    tool_blocks: tuple[BlockPrint, ...] | None = None
+    """Per tool, in request order (hashes equal those of ``tools``)."""
+    system_blocks: tuple[BlockPrint, ...] | None = None
+    """Per system block (hashes equal ``system_hashes``)."""
+    message_blocks: tuple[tuple[BlockPrint, ...], ...] | None = None
+    """Per message, its content blocks in order (a string content is one text block)."""
+    cache_control: str | None = None
+    """The body's own top-level ``cache_control`` (automatic caching), ``""`` if none."""
 
 
 @dataclass(slots=True, frozen=True)

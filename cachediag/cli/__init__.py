@@ -20,6 +20,7 @@ COMMANDS = {
     "explain": "cachediag.cli.explain:explain",
     "proxy": "cachediag.cli.proxy:proxy",
     "report": "cachediag.cli.report:report",
+    "prompt": "cachediag.cli.prompt:prompt",
     "schema": "cachediag.cli.schema:schema",
     "statusline": "cachediag.cli.statusline:statusline",
     "watch": "cachediag.cli.watch:watch",

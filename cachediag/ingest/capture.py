@@ -13,7 +13,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from cachediag.ingest.anthropic import applied_edits, parse_timestamp, server_reason, usage_record
-from cachediag.ingest.fingerprint import betas_from_headers, canonical_json, fingerprint_request
+from cachediag.ingest.fingerprint import (
+    BlockMemo,
+    betas_from_headers,
+    canonical_json,
+    fingerprint_request,
+)
 from cachediag.ingest.lines import BadLine, JsonObject, iter_objects, parse_line
 from cachediag.ingest.openai import is_openai_usage, parse_openai_sse, response_record
 from cachediag.ingest.openai_fingerprint import ResponseChain, fingerprint_openai_request
@@ -224,8 +229,10 @@ def _asked_1h(body: JsonObject) -> bool:
     return False
 
 
-def read_call(obj: JsonObject, line: int) -> CapturedCall:
-    """One capture record -> a call; ``BadLine`` says why it cannot be used."""
+def read_call(obj: JsonObject, line: int, memo: BlockMemo | None = None) -> CapturedCall:
+    """One capture record -> a call; ``BadLine`` says why it cannot be used.
+
+    ``memo`` carries block prints from the log's earlier records (see ``BlockMemo``)."""
     req = _first(obj, REQUEST_KEYS)
     url = req.get("url") if isinstance(req, dict) else None
     if not _is_model_url(url if url is not None else obj.get("url")):
@@ -264,7 +271,7 @@ def read_call(obj: JsonObject, line: int) -> CapturedCall:
         )
     model = message.get("model") if isinstance(message.get("model"), str) else body.get("model")
     msg_id = message.get("id")
-    fingerprint = fingerprint_request(body, betas_from_headers(headers))
+    fingerprint = fingerprint_request(body, betas_from_headers(headers), memo)
     record = usage_record(
         usage,
         answered,
@@ -305,9 +312,10 @@ def read_capture(lines: Iterable[bytes], source: str, session_id: str) -> Sessio
     """A whole capture, its calls sorted into streams with one ledger each."""
     session = SessionLog(session_id, source, FORMAT)
     calls: list[CapturedCall] = []
+    memo = BlockMemo()
     for number, obj in iter_objects(lines, source, session.issues):
         try:
-            calls.append(read_call(obj, number))
+            calls.append(read_call(obj, number, memo))
         except ApiErrorResponse:
             session.api_errors += 1
         except NotAModelCall:

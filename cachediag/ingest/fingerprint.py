@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 try:  # orjson serialises the repeated conversation several times faster than json.
@@ -25,7 +26,7 @@ except ImportError:  # pragma: no cover - exercised only without orjson
         return json.dumps(value, sort_keys=True, ensure_ascii=False).encode()
 
 
-from cachediag.model import Fingerprint
+from cachediag.model import BlockPrint, Fingerprint
 
 canonical_json = _canonical
 
@@ -50,12 +51,17 @@ def _strip_markup(value: Any) -> Any:
     return value
 
 
-def content_hash(value: Any) -> str:
+def _stripped_raw(value: Any) -> tuple[bytes, bool]:
+    """Canonical bytes without ``cache_control``, and whether there was any to strip."""
     raw = _canonical(value)
     # Most blocks carry no markup: only re-serialise the few that do.
     if b'"cache_control"' in raw:
-        raw = _canonical(_strip_markup(value))
-    return digest(raw)
+        return _canonical(_strip_markup(value)), True
+    return raw, False
+
+
+def content_hash(value: Any) -> str:
+    return digest(_stripped_raw(value)[0])
 
 
 def _text_chars(block: Any) -> int:
@@ -78,29 +84,195 @@ def _cache_control_tag(block: Any) -> str:
     return ";".join(parts)
 
 
-def _system(body: Mapping[str, Any]) -> tuple[tuple[str, ...], int, tuple[str, ...]]:
-    system = body.get("system")
-    if system is None:
-        return (), 0, ()
-    blocks = [system] if isinstance(system, str) else system
-    if not isinstance(blocks, list):
-        blocks = [blocks]
-    return (
-        tuple(content_hash(b) for b in blocks),
-        sum(_text_chars(b) for b in blocks),
-        tuple(_cache_control_tag(b) for b in blocks),
+@dataclass(slots=True)
+class BlockMemo:
+    """What one reader has already fingerprinted, block by block.
+
+    A capture resends the whole conversation on every request: a message seen before
+    (same hash, no breakpoint on it) reuses its block prints instead of hashing every
+    block again, and identical prints are stored once. Holds hashes, sizes and tool names
+    only.
+    """
+
+    messages: dict[str, tuple[BlockPrint, ...]] = field(default_factory=dict)
+    tool_names: dict[str, str] = field(default_factory=dict)
+    """``tool_use`` id -> tool name, so a ``tool_result`` can say which tool it answers."""
+    prints: dict[BlockPrint, BlockPrint] = field(default_factory=dict)
+
+    def keep(self, bp: BlockPrint) -> BlockPrint:
+        return self.prints.setdefault(bp, bp)
+
+
+_ID_KEYS = ("id", "tool_use_id")
+_MEDIA_TYPES = frozenset({"image", "image_url", "input_image", "input_file", "file"})
+
+
+def _block_type(block: Any, default: str = "text") -> str:
+    kind = block.get("type") if isinstance(block, dict) else None
+    return kind if isinstance(kind, str) else default
+
+
+def _content_size(content: Any) -> tuple[int, int]:
+    """(characters, media) of a content value: a string, a list of blocks or a block."""
+    if content is None:
+        return 0, 0
+    if isinstance(content, list):
+        chars = media = 0
+        for part in content:
+            c, m = _block_size(part)
+            chars, media = chars + c, media + m
+        return chars, media
+    return _block_size(content)
+
+
+def _block_size(block: Any) -> tuple[int, int]:
+    if isinstance(block, str):
+        return len(block), 0
+    if not isinstance(block, dict):
+        return len(_canonical(block)), 0
+    kind = block.get("type")
+    if kind in _MEDIA_TYPES:
+        return 0, 1
+    if kind == "document":
+        source = block.get("source")
+        if isinstance(source, dict) and isinstance(source.get("data"), str):
+            if source.get("type") == "text":
+                return len(source["data"]), 0
+        elif isinstance(source, dict) and source.get("type") == "content":
+            return _content_size(source.get("content"))
+        return 0, 1
+    for key in ("text", "thinking"):
+        value = block.get(key)
+        if isinstance(value, str):
+            return len(value), 0
+    if kind in ("tool_use", "server_tool_use"):
+        name = block.get("name")
+        return len(name if isinstance(name, str) else "") + len(_canonical(block.get("input"))), 0
+    if "content" in block:
+        return _content_size(block.get("content"))
+    if kind == "redacted_thinking" and isinstance(block.get("data"), str):
+        return len(block["data"]), 0
+    return len(_stripped_raw(block)[0]), 0
+
+
+def _block_print(block: Any, memo: BlockMemo) -> BlockPrint:
+    if isinstance(block, str):
+        block = {"type": "text", "text": block}
+    name: str | None = None
+    if isinstance(block, dict):
+        call_id, tool = block.get("id"), block.get("name")
+        if isinstance(tool, str):
+            name = tool
+            if isinstance(call_id, str):
+                memo.tool_names[call_id] = tool
+        answered = block.get("tool_use_id")
+        if name is None and isinstance(answered, str):
+            name = memo.tool_names.get(answered)
+        hashed = {k: v for k, v in block.items() if k not in _ID_KEYS}
+    else:
+        hashed = block
+    chars, media = _block_size(block)
+    return memo.keep(
+        BlockPrint(
+            content_hash(hashed), chars, _block_type(block), _cache_control_tag(block), media, name
+        )
     )
 
 
-def _tools(body: Mapping[str, Any]) -> tuple[tuple[tuple[str, str], ...], bool]:
+def _openai_calls(message: Mapping[str, Any], memo: BlockMemo) -> list[BlockPrint]:
+    """OpenAI Chat Completions keeps an assistant's tool calls beside its content."""
+    calls = message.get("tool_calls")
+    if not isinstance(calls, list):
+        return []
+    out = []
+    for call in calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
+            out.append(_block_print(call, memo))
+            continue
+        name, arguments = function.get("name"), function.get("arguments")
+        chars = len(name if isinstance(name, str) else "") + len(
+            arguments if isinstance(arguments, str) else _canonical(arguments)
+        )
+        hashed = {k: v for k, v in call.items() if k not in _ID_KEYS}
+        out.append(
+            memo.keep(
+                BlockPrint(
+                    content_hash(hashed),
+                    chars,
+                    "tool_use",
+                    "",
+                    0,
+                    name if isinstance(name, str) else None,
+                )
+            )
+        )
+    return out
+
+
+def _message(message: Any, memo: BlockMemo) -> tuple[str, tuple[BlockPrint, ...]]:
+    """A message's hash and its blocks' prints (reused when it was seen before)."""
+    raw, marked = _stripped_raw(message)
+    key = digest(raw)
+    if not marked:
+        known = memo.messages.get(key)
+        if known is not None:
+            return key, known
+    if not isinstance(message, dict):
+        prints: tuple[BlockPrint, ...] = (
+            memo.keep(BlockPrint(key, len(raw), _block_type(message, "message"))),
+        )
+    else:
+        content = message.get("content")
+        items: list[Any]
+        if isinstance(content, list):
+            items = content
+        elif content is None:
+            items = []
+        else:
+            items = [content]
+        found = [_block_print(item, memo) for item in items] + _openai_calls(message, memo)
+        if not found:
+            # An item with no content at all (an OpenAI Responses function call...).
+            found = [_block_print(message, memo)]
+        prints = tuple(found)
+    if not marked:
+        memo.messages[key] = prints
+    return key, prints
+
+
+def _system(
+    body: Mapping[str, Any], memo: BlockMemo
+) -> tuple[tuple[str, ...], int, tuple[str, ...], tuple[BlockPrint, ...]]:
+    system = body.get("system")
+    if system is None:
+        return (), 0, (), ()
+    blocks = [system] if isinstance(system, str) else system
+    if not isinstance(blocks, list):
+        blocks = [blocks]
+    hashes = tuple(content_hash(b) for b in blocks)
+    tags = tuple(_cache_control_tag(b) for b in blocks)
+    prints = tuple(
+        memo.keep(BlockPrint(h, _text_chars(b), _block_type(b), tag))
+        for h, b, tag in zip(hashes, blocks, tags, strict=True)
+    )
+    return hashes, sum(_text_chars(b) for b in blocks), tags, prints
+
+
+def _tools(
+    body: Mapping[str, Any], memo: BlockMemo
+) -> tuple[tuple[tuple[str, str], ...], bool, tuple[BlockPrint, ...]]:
     tools = body.get("tools")
     if not isinstance(tools, list):
-        return (), False
+        return (), False, ()
     out: list[tuple[str, str]] = []
+    prints: list[BlockPrint] = []
     deferred = False
     for i, tool in enumerate(tools):
         if not isinstance(tool, dict):
-            out.append((f"#{i}", content_hash(tool)))
+            raw = _stripped_raw(tool)[0]
+            out.append((f"#{i}", digest(raw)))
+            prints.append(memo.keep(BlockPrint(out[-1][1], len(raw), "tool")))
             continue
         name = tool.get("name")
         function = tool.get("function")
@@ -108,9 +280,24 @@ def _tools(body: Mapping[str, Any]) -> tuple[tuple[tuple[str, str], ...], bool]:
             name = function.get("name")  # OpenAI's {"type": "function", "function": {...}}
         # Deferral is its own dimension (defer_loading_changed), not a new definition.
         definition = {k: v for k, v in tool.items() if k != "defer_loading"}
-        out.append((name if isinstance(name, str) else f"#{i}", content_hash(definition)))
+        raw = _stripped_raw(definition)[0]
+        label = name if isinstance(name, str) else f"#{i}"
+        out.append((label, digest(raw)))
+        kind = _block_type(tool, "tool")
+        prints.append(
+            memo.keep(
+                BlockPrint(
+                    out[-1][1],
+                    len(raw),
+                    "tool" if kind in ("custom", "function") else kind,
+                    _cache_control_tag(tool),
+                    0,
+                    label,
+                )
+            )
+        )
         deferred = deferred or bool(tool.get("defer_loading"))
-    return tuple(out), deferred
+    return tuple(out), deferred, tuple(prints)
 
 
 def _effort(body: Mapping[str, Any]) -> str:
@@ -166,12 +353,22 @@ def betas_from_headers(headers: Any) -> tuple[str, ...]:
     return tuple(sorted(names))
 
 
-def fingerprint_request(body: Mapping[str, Any], betas: tuple[str, ...]) -> Fingerprint:
-    """Everything prompt-cache.md §4 compares, from one Messages API request body."""
-    system_hashes, system_chars, system_cc = _system(body)
-    tools, deferred = _tools(body)
+def fingerprint_request(
+    body: Mapping[str, Any], betas: tuple[str, ...], memo: BlockMemo | None = None
+) -> Fingerprint:
+    """Everything prompt-cache.md §4 compares, from one Messages API request body, and
+    per block (tools, system, message content) its hash, size, type and breakpoint.
+
+    ``memo`` shares work and memory between the requests of one log; without it each
+    body is fingerprinted on its own.
+    """
+    if memo is None:
+        memo = BlockMemo()
+    system_hashes, system_chars, system_cc, system_blocks = _system(body, memo)
+    tools, deferred, tool_blocks = _tools(body, memo)
     messages = body.get("messages")
     msgs = messages if isinstance(messages, list) else []
+    hashed = [_message(m, memo) for m in msgs]
     body_betas = body.get("betas")
     if isinstance(body_betas, list):
         betas = tuple(sorted(set(betas) | {b for b in body_betas if isinstance(b, str)}))
@@ -191,11 +388,16 @@ def fingerprint_request(body: Mapping[str, Any], betas: tuple[str, ...]) -> Fing
         fast_mode="default" if speed is None else str(speed),
         extra_body_hash=_extra(body),
         defer_loading=deferred,
-        message_hashes=tuple(content_hash(m) for m in msgs),
+        message_hashes=tuple(h for h, _ in hashed),
         message_roles=tuple(str(m.get("role", "?")) if isinstance(m, dict) else "?" for m in msgs),
+        tool_blocks=tool_blocks,
+        system_blocks=system_blocks,
+        message_blocks=tuple(prints for _, prints in hashed),
+        cache_control=_cache_control_tag(body),
     )
 
 
 def identity(fp: Fingerprint) -> tuple[object, ...]:
     """Which agent sent a request: its system prompt and tool list."""
     return (fp.system_hashes, fp.tools)
+

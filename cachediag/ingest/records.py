@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from cachediag.ingest.lines import iter_objects
 from cachediag.model import (
     MAIN_STREAM,
+    BlockPrint,
     Fingerprint,
     LineIssue,
     RebuildAnnounced,
@@ -28,6 +29,36 @@ from cachediag.model import (
 )
 
 FORMAT = "cachediag-records"
+SCHEMA_VERSION = 2
+"""1: the original record. 2 adds per-block fingerprints (``tool_blocks``,
+``system_blocks``, ``message_blocks``, ``cache_control``); every field of 1 is unchanged,
+so a reader of 2 reads 1 as it is."""
+
+
+class BlockIn(BaseModel):
+    """One tool, system block or message content block, as hash and size: never text."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    hash: str
+    """Content hash without ``cache_control`` and without tool-call ids."""
+    chars: int = Field(ge=0)
+    """Characters of the text the block carries (a tool: its JSON definition)."""
+    type: str
+    """The block's ``type`` (``text``, ``tool_use``, ``tool_result``, ``image``...);
+    ``tool`` for a tool definition."""
+    cache_control: str = ""
+    """The block's breakpoint as ``type;ttl=..;scope=..``; ``""`` when it has none."""
+    media: int = Field(default=0, ge=0)
+    """Images and binary documents inside the block (not counted in ``chars``)."""
+    name: str | None = None
+    """The tool a ``tool_use`` calls, a ``tool_result`` answers, or a tool's own name."""
+
+
+BlockRow = tuple[str, int, str, str, int, str | None]
+"""A block as one row, the way the capture proxy writes it (shorter than the object):
+``[hash, chars, type, cache_control, media, name]``."""
+Block = BlockIn | BlockRow
 
 
 class FingerprintIn(BaseModel):
@@ -60,6 +91,14 @@ class FingerprintIn(BaseModel):
     """OpenAI text format: its type, and a hash of its schema when it has one."""
     verbosity: str | None = None
     service_tier: str | None = None
+    tool_blocks: list[Block] | None = None
+    """Schema 2: per tool, in request order (each block an object or a row)."""
+    system_blocks: list[Block] | None = None
+    """Schema 2: per system block."""
+    message_blocks: list[list[Block]] | None = None
+    """Schema 2: per message, its content blocks in order."""
+    cache_control: str | None = None
+    """Schema 2: the body's top-level ``cache_control`` (automatic caching), or ``""``."""
 
 
 class ServerReasonIn(BaseModel):
@@ -78,6 +117,8 @@ class RequestIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    schema_version: Literal[1, 2] | None = None
+    """Which version of this format the writer followed (absent: 1)."""
     at: float
     """When the response arrived, Unix epoch seconds."""
     input_tokens: int = Field(ge=0)
@@ -162,14 +203,34 @@ def json_schema() -> dict[str, Any]:
     return schema
 
 
+def _prints(blocks: list[Block]) -> tuple[BlockPrint, ...]:
+    return tuple(
+        BlockPrint(*b)
+        if isinstance(b, tuple)
+        else BlockPrint(b.hash, b.chars, b.type, b.cache_control, b.media, b.name)
+        for b in blocks
+    )
+
+
+_BLOCK_FIELDS = ("tool_blocks", "system_blocks", "message_blocks")
+
+
 def _fingerprint(fp: FingerprintIn) -> Fingerprint:
     # Same field names on both sides: lists become the record's tuples; beta names are a
     # set, so their order is not a change.
     values: dict[str, Any] = {
-        name: tuple(value) if isinstance(value, list) else value for name, value in fp
+        name: tuple(value) if isinstance(value, list) else value
+        for name, value in fp
+        if name not in _BLOCK_FIELDS
     }
     if fp.betas is not None:
         values["betas"] = tuple(sorted(fp.betas))
+    if fp.tool_blocks is not None:
+        values["tool_blocks"] = _prints(fp.tool_blocks)
+    if fp.system_blocks is not None:
+        values["system_blocks"] = _prints(fp.system_blocks)
+    if fp.message_blocks is not None:
+        values["message_blocks"] = tuple(_prints(m) for m in fp.message_blocks)
     return Fingerprint(**values)
 
 

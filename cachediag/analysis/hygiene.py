@@ -1,0 +1,419 @@
+"""What in a stream's prompts breaks or wastes the cache: the hygiene findings.
+
+Pure functions over one stream's ledger entries and their per-block fingerprints (hashes
+and sizes, never text). Each finding is confirmed by the usage the provider reported,
+not by the layout alone: a change "forces misses" only where the ledger saw a miss with
+the cache still alive, a breakpoint is "below the minimum" only where nothing was cached,
+the lookback "cannot find" the earlier entry only where the read fell short of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from cachediag.analysis.breakdown import (
+    MESSAGES,
+    SYSTEM,
+    TOOLS,
+    BlockTokens,
+    Layout,
+    Place,
+    block_tokens,
+    layout_of,
+)
+from cachediag.analysis.costs import ModelPrices, PriceFn, miss_cost_usd
+from cachediag.analysis.ledger import MISS_READ_SHARE, LedgerEntry, Outcome
+from cachediag.analysis.minimums import cache_minimum
+from cachediag.model import TTL_SECONDS, Fingerprint, RequestRecord
+
+LOOKBACK_BLOCKS = 20
+"""A breakpoint's lookup checks at most this many block boundaries before it."""
+MIN_BLOCK_TOKENS = 300
+"""Repeated or stable content smaller than this is noise, not a finding."""
+VOLATILE_MIN_CHANGES = 2
+"""A block that changed once is a miss cause (explain names it); twice, it is volatile."""
+
+
+class FindingKind(StrEnum):
+    VOLATILE_IN_PREFIX = "volatile_in_prefix"
+    STABLE_AFTER_BREAKPOINT = "stable_after_breakpoint"
+    REPEATED_BLOCK = "repeated_block"
+    BELOW_MIN_CACHEABLE = "below_min_cacheable"
+    LOOKBACK_EXCEEDED = "lookback_exceeded"
+    NO_BREAKPOINT = "no_breakpoint"
+    TOOLS_REORDERED = "tools_reordered"
+
+
+@dataclass(slots=True, frozen=True)
+class Finding:
+    kind: str
+    """A ``FindingKind`` value; other producers' kinds are kept as they are."""
+    where: Place
+    first_request: int
+    requests: int
+    tokens: int
+    """Tokens the problem cost over the stream (re-processed, paid uncached, repeated)."""
+    cost_usd: float | None
+    """What those tokens cost beyond the cheapest way to send them; ``None`` unpriced."""
+    detail: str
+    misses: int = 0
+    """Misses of the ledger it caused (volatile blocks, reordered tools, lookback)."""
+
+
+@dataclass(slots=True)
+class _Tally:
+    where: Place
+    first: int
+    requests: int = 0
+    tokens: float = 0.0
+    cost: float | None = 0.0
+    misses: int = 0
+    facts: dict[str, int] = field(default_factory=dict)
+
+    def add(self, tokens: float, cost: float | None, miss: bool = False) -> None:
+        self.requests += 1
+        self.tokens += tokens
+        self.cost = None if cost is None or self.cost is None else self.cost + cost
+        self.misses += int(miss)
+
+
+@dataclass(slots=True)
+class _Request:
+    entry: LedgerEntry
+    layout: Layout
+    prices: ModelPrices | None
+    _tokens: BlockTokens | None = None
+
+    @property
+    def record(self) -> RequestRecord:
+        return self.entry.record
+
+    @property
+    def fp(self) -> Fingerprint:
+        assert self.entry.record.fingerprint is not None
+        return self.entry.record.fingerprint
+
+    @property
+    def tokens(self) -> BlockTokens:
+        if self._tokens is None:
+            self._tokens = block_tokens(self.layout, self.record)
+        return self._tokens
+
+    def run_tokens(self, positions: range) -> float:
+        t = self.tokens
+        return sum(t.read[p] + t.written[p] + t.uncached[p] for p in positions)
+
+    def tier(self) -> ModelPrices | None:
+        return None if self.prices is None else self.prices.tier_for(self.record.total_tokens)
+
+    def input_over_read(self, tokens: float) -> float | None:
+        """What ``tokens`` paid as uncached input beyond reading them from cache."""
+        p = self.tier()
+        return None if p is None else tokens * (p.input_mtok - p.cache_read_mtok) * 1e-6
+
+    def write_price(self) -> float | None:
+        p = self.tier()
+        if p is None:
+            return None
+        r = self.record
+        c1h = r.cache_creation_1h_tokens or (r.cache_creation_tokens if r.ttl == "1h" else 0)
+        if r.cache_creation_tokens > 0:
+            share = min(c1h / r.cache_creation_tokens, 1.0)
+            return share * p.cache_write_1h_mtok + (1 - share) * p.cache_write_5m_mtok
+        return p.cache_write_1h_mtok if r.ttl == "1h" else p.cache_write_5m_mtok
+
+    def paid(self, positions: Sequence[int]) -> float | None:
+        """What these blocks cost on this request, each part at the price it was paid."""
+        p, w = self.tier(), self.write_price()
+        if p is None or w is None:
+            return None
+        t = self.tokens
+        return 1e-6 * sum(
+            t.read[i] * p.cache_read_mtok + t.written[i] * w + t.uncached[i] * p.input_mtok
+            for i in positions
+        )
+
+    def cache_alive_miss(self) -> bool:
+        e = self.entry
+        if e.outcome is not Outcome.MISS:
+            return False
+        ev = e.evidence
+        return ev is None or ev.gap_s < TTL_SECONDS.get(ev.ttl_in_force, 300.0)
+
+
+def _divergence(prev: _Request, cur: _Request) -> int | None:
+    """First position in ``cur`` whose block differs from ``prev``'s (``None``: ``cur``
+    repeats all of ``prev`` and perhaps goes on). Messages compare by their own hashes
+    first, which also see the tool-call ids the block hashes leave out."""
+    a, b = prev.layout, cur.layout
+    for lo_a, lo_b, n_a, n_b in (
+        (0, 0, a.n_tools, b.n_tools),
+        (a.n_tools, b.n_tools, a.n_system, b.n_system),
+    ):
+        for i in range(max(n_a, n_b)):
+            if i >= n_a or i >= n_b or a.prints[lo_a + i].hash != b.prints[lo_b + i].hash:
+                return lo_b + min(i, n_b)
+    ha, hb = prev.fp.message_hashes or (), cur.fp.message_hashes or ()
+    for j, h in enumerate(ha):
+        if j >= len(hb):
+            return len(b.prints)
+        if hb[j] == h:
+            continue
+        start_a, start_b = a.message_starts[j], b.message_starts[j]
+        end_b = b.message_starts[j + 1] if j + 1 < len(hb) else len(b.prints)
+        end_a = a.message_starts[j + 1] if j + 1 < len(ha) else len(a.prints)
+        for k in range(end_b - start_b):
+            if start_a + k >= end_a or a.prints[start_a + k].hash != b.prints[start_b + k].hash:
+                return start_b + k
+        return start_b
+    return None
+
+
+def _common_prefix(prev: _Request, cur: _Request) -> int:
+    d = _divergence(prev, cur)
+    return len(prev.layout.prints) if d is None else d
+
+
+def _reordered(prev: _Request, cur: _Request) -> int | None:
+    """First tool index that moved when the set is the same in another order."""
+    a, b = prev.fp.tools, cur.fp.tools
+    if not a or not b or a == b or sorted(a) != sorted(b):
+        return None
+    return next(i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y)
+
+
+def _explicit(req: _Request) -> int | None:
+    """The model's minimum when caching needs breakpoints, else ``None``."""
+    row = cache_minimum(req.record.model)
+    return row.tokens if row is not None and row.explicit else None
+
+
+@dataclass(slots=True)
+class _Findings:
+    by_kind: dict[tuple[FindingKind, object], _Tally] = field(default_factory=dict)
+
+    def tally(self, kind: FindingKind, key: object, where: Place, first: int) -> _Tally:
+        found = self.by_kind.get((kind, key))
+        if found is None:
+            found = self.by_kind[(kind, key)] = _Tally(where, first)
+        return found
+
+
+def _check_pair(prev: _Request, cur: _Request, out: _Findings) -> None:
+    index = cur.entry.index
+    moved = _reordered(prev, cur)
+    if moved is not None:
+        miss = cur.cache_alive_miss()
+        t = out.tally(FindingKind.TOOLS_REORDERED, None, Place(TOOLS, moved), index)
+        t.add(cur.entry.reprocessed_tokens if miss else 0, _miss_cost(cur) if miss else 0.0, miss)
+        t.facts["tools"] = len(cur.fp.tools or ())
+    d = _divergence(prev, cur)
+    bps_prev = prev.layout.breakpoints
+    if (
+        moved is None
+        and d is not None
+        and cur.entry.outcome is not Outcome.EXPECTED
+        and prev.record.cached_tokens > 0
+        and bps_prev
+        and d <= bps_prev[-1]
+        and d < len(cur.layout.prints)
+        and prev.layout.place(d) == cur.layout.place(d)
+    ):
+        miss = cur.cache_alive_miss()
+        place = cur.layout.place(d)
+        t = out.tally(FindingKind.VOLATILE_IN_PREFIX, place, place, index)
+        t.add(cur.entry.reprocessed_tokens if miss else 0, _miss_cost(cur) if miss else 0.0, miss)
+    minimum = _explicit(cur)
+    if minimum is None:
+        return
+    common = len(prev.layout.prints) if d is None else d
+    bps = cur.layout.breakpoints
+    if bps and not cur.layout.automatic and common - 1 > bps[-1]:
+        run = range(bps[-1] + 1, common)
+        tokens = cur.run_tokens(run)
+        # A breakpoint moved to the end of the run only pays if that prefix can be cached.
+        if tokens >= MIN_BLOCK_TOKENS and cur.run_tokens(range(common)) >= minimum:
+            place = cur.layout.place(run.start)
+            t = out.tally(FindingKind.STABLE_AFTER_BREAKPOINT, place, place, index)
+            t.add(tokens, cur.input_over_read(tokens))
+            t.facts["blocks"] = max(t.facts.get("blocks", 0), len(run))
+    _check_lookback(prev, cur, common, out)
+
+
+def _check_lookback(prev: _Request, cur: _Request, common: int, out: _Findings) -> None:
+    bps_prev, bps = prev.layout.breakpoints, cur.layout.breakpoints
+    cached = prev.record.cached_tokens
+    if not bps_prev or not bps or cached <= 0 or common <= bps_prev[-1]:
+        return
+    last_cached = bps_prev[-1]
+    if any(last_cached <= q <= last_cached + LOOKBACK_BLOCKS for q in bps):
+        return
+    beyond = [q for q in bps if q > last_cached + LOOKBACK_BLOCKS]
+    short = cached - cur.record.cache_read_tokens
+    if not beyond or cur.record.cache_read_tokens >= MISS_READ_SHARE * cached:
+        return
+    w = cur.write_price()
+    p = cur.tier()
+    cost = None if w is None or p is None else short * (w - p.cache_read_mtok) * 1e-6
+    place = cur.layout.place(beyond[0])
+    t = out.tally(FindingKind.LOOKBACK_EXCEEDED, None, place, cur.entry.index)
+    t.add(short, cost, cur.entry.outcome is Outcome.MISS)
+    t.facts["blocks"] = max(t.facts.get("blocks", 0), beyond[0] - last_cached)
+    t.facts.setdefault("from", last_cached)
+
+
+def _miss_cost(req: _Request) -> float | None:
+    return None if req.prices is None else miss_cost_usd(req.entry, req.prices)
+
+
+def _check_request(prev: _Request | None, cur: _Request, out: _Findings) -> None:
+    index = cur.entry.index
+    _check_repeats(cur, out)
+    minimum = _explicit(cur)
+    if minimum is None or cur.record.cached_tokens > 0:
+        return
+    bps = cur.layout.breakpoints
+    if bps:
+        t = cur.tokens
+        prefix = sum(t.read[p] + t.written[p] + t.uncached[p] for p in range(bps[-1] + 1))
+        if prefix < minimum:
+            place = cur.layout.place(bps[-1])
+            tally = out.tally(FindingKind.BELOW_MIN_CACHEABLE, place, place, index)
+            again = tally.requests > 0
+            tally.add(prefix, cur.input_over_read(prefix) if again else 0.0)
+            tally.facts["minimum"] = minimum
+            tally.facts["prefix"] = round(prefix)
+    elif cur.record.total_tokens >= minimum and cur.layout.prints:
+        shared = 0.0
+        if prev is not None:
+            shared = cur.run_tokens(range(_common_prefix(prev, cur)))
+        last = cur.layout.place(len(cur.layout.prints) - 1)
+        tally = out.tally(FindingKind.NO_BREAKPOINT, None, last, index)
+        tally.add(shared, cur.input_over_read(shared))
+        tally.facts["minimum"] = minimum
+
+
+def _check_repeats(cur: _Request, out: _Findings) -> None:
+    layout = cur.layout
+    seen: dict[str, list[int]] = {}
+    floor = MIN_BLOCK_TOKENS / 4  # raw estimates are rarely off by 4x; scaled below
+    for pos, bp in enumerate(layout.prints):
+        if bp.chars / 4 >= floor or bp.media:
+            seen.setdefault(bp.hash, []).append(pos)
+    for h, positions in seen.items():
+        if len(positions) < 2:
+            continue
+        per_copy = cur.run_tokens(range(positions[0], positions[0] + 1))
+        if per_copy < MIN_BLOCK_TOKENS:
+            continue
+        extra = positions[1:]
+        tokens = sum(cur.run_tokens(range(p, p + 1)) for p in extra)
+        where = layout.place(extra[0])
+        t = out.tally(FindingKind.REPEATED_BLOCK, h, where, cur.entry.index)
+        t.add(tokens, cur.paid(extra))
+        t.facts["copies"] = max(t.facts.get("copies", 0), len(positions))
+        t.facts["per_copy"] = round(per_copy)
+        t.facts.setdefault("first_copy", positions[0])
+
+
+def find_findings(entries: Sequence[LedgerEntry], price_of: PriceFn) -> list[Finding]:
+    """Every finding of one stream, the costliest first."""
+    out = _Findings()
+    prev: _Request | None = None
+    for entry in entries:
+        layout = layout_of(entry.record.fingerprint)
+        if layout is None:
+            prev = None
+            continue
+        cur = _Request(entry, layout, price_of(entry.record))
+        if prev is not None:
+            _check_pair(prev, cur, out)
+        _check_request(prev, cur, out)
+        prev = cur
+    findings = []
+    for (kind, _), t in out.by_kind.items():
+        if kind is FindingKind.VOLATILE_IN_PREFIX and (
+            t.requests < VOLATILE_MIN_CHANGES or t.misses == 0
+        ):
+            continue
+        findings.append(
+            Finding(
+                kind=kind.value,
+                where=t.where,
+                first_request=t.first,
+                requests=t.requests,
+                tokens=round(t.tokens),
+                cost_usd=None if t.cost is None else round(t.cost, 6),
+                detail=_DETAIL[kind](t),
+                misses=t.misses,
+            )
+        )
+    findings.sort(key=sort_key)
+    return findings
+
+
+def sort_key(f: Finding) -> tuple[float, int, int]:
+    """Costliest first; unpriced ones by tokens, after the priced."""
+    return (-(f.cost_usd if f.cost_usd is not None else -1.0), -f.tokens, f.first_request)
+
+
+def _n(value: float) -> str:
+    return f"{round(value):,}"
+
+
+def _requests(t: _Tally) -> str:
+    return "1 request" if t.requests == 1 else f"{t.requests} requests"
+
+
+_DETAIL: dict[FindingKind, Callable[[_Tally], str]] = {
+    FindingKind.VOLATILE_IN_PREFIX: lambda t: (
+        f"{t.where.label()} changed in {_requests(t)} while cached; "
+        f"{t.misses} miss(es) re-processed {_n(t.tokens)} tokens"
+    ),
+    FindingKind.STABLE_AFTER_BREAKPOINT: lambda t: (
+        f"up to {t.facts.get('blocks', 0)} unchanged block(s) from {t.where.label()} on sat "
+        f"after the last breakpoint in {_requests(t)}: {_n(t.tokens)} tokens paid uncached"
+    ),
+    FindingKind.REPEATED_BLOCK: lambda t: (
+        f"{t.facts.get('copies', 0)} copies of a ~{_n(t.facts.get('per_copy', 0))}-token block "
+        f"in {_requests(t)}; {_n(t.tokens)} tokens of extra copies"
+    ),
+    FindingKind.BELOW_MIN_CACHEABLE: lambda t: (
+        f"~{_n(t.facts.get('prefix', 0))} tokens up to the breakpoint at {t.where.label()}; "
+        f"this model caches from {_n(t.facts.get('minimum', 0))}: nothing cached in "
+        f"{_requests(t)}"
+    ),
+    FindingKind.LOOKBACK_EXCEEDED: lambda t: (
+        f"{t.facts.get('blocks', 0)} blocks between the breakpoint at {t.where.label()} and "
+        f"the previous cached one (the lookup checks {LOOKBACK_BLOCKS}); "
+        f"{_n(t.tokens)} tokens written again in {_requests(t)}"
+    ),
+    FindingKind.NO_BREAKPOINT: lambda t: (
+        f"{_requests(t)} above the minimum ({_n(t.facts.get('minimum', 0))} tokens) without "
+        f"any cache_control; {_n(t.tokens)} tokens resent that a cache would have read"
+    ),
+    FindingKind.TOOLS_REORDERED: lambda t: (
+        f"the same {t.facts.get('tools', 0)} tools in another order in {_requests(t)} "
+        f"(first moved: {t.where.label()}); {t.misses} miss(es)"
+    ),
+}
+
+ADVICE: dict[str, str] = {
+    FindingKind.VOLATILE_IN_PREFIX: "Move what changes (dates, counters, lists) after the "
+    "last breakpoint, or keep it stable between requests.",
+    FindingKind.STABLE_AFTER_BREAKPOINT: "Put a breakpoint after the content that stays the "
+    "same, so later requests read it from cache.",
+    FindingKind.REPEATED_BLOCK: "Send this content once; the conversation already holds it.",
+    FindingKind.BELOW_MIN_CACHEABLE: "Drop this breakpoint or move it later, where the "
+    "prefix reaches the model's minimum.",
+    FindingKind.LOOKBACK_EXCEEDED: "Add a breakpoint within 20 blocks of the previous one "
+    "(for example on the last tool result of each batch).",
+    FindingKind.NO_BREAKPOINT: "Add cache_control at the end of the stable prefix (or the "
+    "top-level cache_control for automatic caching).",
+    FindingKind.TOOLS_REORDERED: "Send the tools in a fixed order (sort them by name).",
+}
+"""One plain sentence per kind, for the rich view and the JSON's ``advice``."""
+
+SECTIONS = (TOOLS, SYSTEM, MESSAGES)

@@ -1,0 +1,157 @@
+"""``cachediag prompt``: one request's prompt as the cache sees it, and the stream's waste."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from cachediag.cli.common import CachediagError, emit_json, pricing_option, report_issues
+
+
+@click.command()
+@click.argument("log", type=click.Path(path_type=Path))
+@click.option(
+    "--request",
+    "index",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Request N of the stream (0 is the first; default: the last).",
+)
+@click.option("--message-id", metavar="ID", help="The request whose response has this id.")
+@click.option(
+    "--stream",
+    "stream_id",
+    metavar="ID",
+    default="main",
+    show_default=True,
+    help="Which conversation to look at (see analyze --json streams).",
+)
+@click.option("--json", "as_json", is_flag=True, help="The breakdown and findings as JSON.")
+@click.option(
+    "--jq",
+    "jq_filter",
+    metavar="FILTER",
+    help="Apply a jq program to the JSON object (implies --json); strings print raw.",
+)
+@pricing_option
+def prompt(
+    log: Path,
+    index: int | None,
+    message_id: str | None,
+    stream_id: str,
+    as_json: bool,
+    jq_filter: str | None,
+    pricing_file: Path | None,
+) -> None:
+    """Break one request's prompt down the way the cache sees it, and find the waste.
+
+    LOG is a log with request bodies: a claude-trace capture, the capture proxy's
+    records, any request/response log ('-' for stdin). For one request (default: the
+    last of the main stream) it shows the tools, each system block and the conversation
+    turn by turn, with estimated tokens (characters / 4, scaled so the sections add up to
+    the provider's count), the breakpoints, and what was read from cache, written to it
+    or paid uncached. Then the findings over the whole stream, costliest first:
+    volatile_in_prefix, stable_after_breakpoint, repeated_block, below_min_cacheable,
+    lookback_exceeded, no_breakpoint, tools_reordered. Nothing of the prompt's text is
+    kept or shown: only types, sizes, names of tools and hashes.
+
+    \b
+    Examples:
+      cachediag prompt capture.jsonl
+      cachediag prompt capture.jsonl --request 12 --json
+      cachediag prompt capture.jsonl --stream subagent-1 --jq '.findings[].kind'
+    """
+    from cachediag.analysis.breakdown import break_down, layout_of
+    from cachediag.analysis.hygiene import find_findings
+    from cachediag.pipeline import Run
+    from cachediag.pricing import price_function, pricing_source
+
+    if index is not None and message_id is not None:
+        raise click.UsageError("give --request or --message-id, not both")
+    stdin = sys.stdin.buffer if str(log) == "-" else None
+    run = Run()
+    sessions = list(run.sessions([log], stdin, time.time()))
+    if run.errors:
+        raise CachediagError(run.errors[-1])
+    if not sessions:
+        raise CachediagError(f"{log}: no session found")
+    if len(sessions) > 1:
+        raise CachediagError(
+            f"{log}: holds {len(sessions)} sessions; pass one capture or transcript file"
+        )
+    session = sessions[0]
+    report_issues(session.log.issues)
+    target = None
+    for stream in session.streams:
+        if message_id is not None:
+            hit = next((e for e in stream.entries if e.record.message_id == message_id), None)
+            if hit is not None:
+                target = (stream, hit.index)
+                break
+        elif stream.log.id == stream_id:
+            if not stream.entries:
+                raise CachediagError(f"stream {stream_id!r} of {log} has no requests")
+            pos = len(stream.entries) - 1 if index is None else index
+            if pos >= len(stream.entries):
+                raise CachediagError(
+                    f"stream {stream_id!r} has {len(stream.entries)} requests (0-"
+                    f"{len(stream.entries) - 1}); no request {pos}"
+                )
+            target = (stream, pos)
+            break
+    if target is None:
+        what = f"message id {message_id!r}" if message_id else f"stream {stream_id!r}"
+        raise CachediagError(f"{log}: no {what}")
+    stream, pos = target
+    entry = stream.entries[pos]
+    layout = layout_of(entry.record.fingerprint)
+    if layout is None:
+        where = f"{log}: request {pos} of stream {stream.log.id!r}"
+        if entry.record.fingerprint is not None:
+            raise CachediagError(
+                f"{where} has a fingerprint without per-block prints (an OpenAI request, "
+                "or cachediag records older than schema 2): nothing to break down"
+            )
+        raise CachediagError(
+            f"{where} has no request body in this log; cachediag prompt needs request "
+            "bodies (a claude-trace capture, the capture proxy's records, a "
+            "request/response log): transcripts and usage-only logs show no prompt"
+        )
+    price_of = price_function(pricing_file)
+    findings = find_findings(stream.entries, price_of)
+    breakdown = break_down(layout, entry.record)
+    if as_json or jq_filter is not None:
+        from cachediag.report.prompt import prompt_dict
+
+        emit_json(
+            [
+                prompt_dict(
+                    source=session.log.source,
+                    stream=stream.log.id,
+                    stream_kind=stream.log.kind.value,
+                    requests=len(stream.entries),
+                    index=pos,
+                    breakdown=breakdown,
+                    findings=findings,
+                    pricing_source=pricing_source(pricing_file),
+                )
+            ],
+            jq_filter,
+        )
+        return
+    from rich.console import Console
+
+    from cachediag.report.prompt import WIDTH, render_prompt
+
+    console = Console(width=min(Console().width, WIDTH), highlight=False)
+    render_prompt(
+        console,
+        stream=stream.log.id,
+        index=pos,
+        breakdown=breakdown,
+        findings=findings,
+        requests=len(stream.entries),
+    )
