@@ -16,8 +16,14 @@ try:  # orjson serialises the repeated conversation several times faster than js
     from orjson import OPT_SORT_KEYS as _SORT
     from orjson import dumps as _odumps
 
+    def _rows(value: Any) -> Any:
+        # orjson refuses tuple subclasses; block prints (NamedTuples) are written as rows.
+        if isinstance(value, tuple):
+            return list(value)
+        raise TypeError(type(value).__name__)
+
     def _canonical(value: Any) -> bytes:
-        return _odumps(value, option=_SORT)
+        return _odumps(value, option=_SORT, default=_rows)
 
 except ImportError:  # pragma: no cover - exercised only without orjson
     import json
@@ -400,4 +406,3 @@ def fingerprint_request(
 def identity(fp: Fingerprint) -> tuple[object, ...]:
     """Which agent sent a request: its system prompt and tool list."""
     return (fp.system_hashes, fp.tools)
-
