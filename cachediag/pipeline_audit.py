@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, tzinfo
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import IO, Generic, TypeVar
 
 from cachediag.analysis.audit import Audit, SessionAudit, audit_session
 from cachediag.analysis.session import SessionAnalysis
@@ -71,9 +71,11 @@ def run_audit(
     on_done: Callable[[], None] | None = None,
     workers: int | None = None,
     keep: Callable[[SessionAnalysis], T] | None = None,
+    stdin: IO[bytes] | None = None,
 ) -> AuditRun[T]:
-    """Audit every session under ``paths`` with the reading of ``cachediag analyze``
-    (same discovery, deduplication across continued sessions and worker processes).
+    """Audit every session under ``paths`` (``-``: the log ``stdin`` holds) with the
+    reading of ``cachediag analyze`` (same discovery, deduplication across continued
+    sessions and worker processes).
 
     ``keep`` (it must pickle) runs on each analysed session in the process that read it;
     what it returns is kept in ``AuditRun.kept`` for the sessions the audit counts.
@@ -93,7 +95,7 @@ def run_audit(
             on_done()
 
     reading.on_progress = progress
-    for session, kept in reading.rendered(paths, None, 0.0, AuditRender(options, keep)):
+    for session, kept in reading.rendered(paths, stdin, 0.0, AuditRender(options, keep)):
         run.sessions_read += 1
         run.audit.add(session)
         if kept is not None and session.totals.requests:

@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import tzinfo
 from pathlib import Path
+from typing import IO
 
 import click
 
@@ -74,7 +75,8 @@ def analyze(
     PATHS may be transcript files (a session's subagents/ folder is read with it), session
     folders, project folders or a whole projects tree, or request logs (claude-trace and
     other request/response captures, API responses, OpenAI usage, cachediag records).
-    With no PATHS, logs piped on stdin are read ('-' names stdin explicitly); otherwise
+    With no PATHS, a log piped on stdin is read ('-' names stdin explicitly); otherwise,
+    or when the pipe is empty,
     all of ~/.claude/projects (or $CLAUDE_CONFIG_DIR/projects). --since/--until keep the
     sessions with a request in that window (each is still analysed whole). Several
     sessions are shown oldest first, with a totals line.
@@ -86,9 +88,14 @@ def analyze(
       cachediag analyze --requests --jq '.requests[] | select(.outcome=="miss")' s.jsonl
       cachediag analyze --since 24h --timezone America/New_York
     """
-    from cachediag.pipeline import Run, default_paths, stdin_is_piped
+    from cachediag.cli.stdin import piped_log
+    from cachediag.pipeline import Run, default_paths
 
-    stdin = sys.stdin.buffer if (not paths and stdin_is_piped()) or "-" in map(str, paths) else None
+    if "-" in map(str, paths):
+        stdin: IO[bytes] | None = sys.stdin.buffer
+    else:
+        # An empty pipe (cron) is "nothing piped": the history is read instead.
+        stdin = None if paths else piped_log("analyze")
     path_list = list(paths) if paths else ([Path("-")] if stdin is not None else default_paths())
     clock = time.time() if now is None else now
     display = zone_or_local(zone)

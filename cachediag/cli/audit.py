@@ -121,9 +121,18 @@ def read_audit(
     jobs: int | None,
     keep: Callable[[SessionAnalysis], T] | None = None,
 ) -> AuditRun[T]:
-    """Run the audit the options of ``audit_inputs`` ask for (``keep``: see ``run_audit``)."""
+    """Run the audit the options of ``audit_inputs`` ask for (``keep``: see ``run_audit``).
+
+    With no ``paths``, a log piped on stdin; with none piped (or an empty pipe), the
+    Claude Code history."""
+    from cachediag.cli.stdin import piped_log
     from cachediag.pipeline import default_paths
     from cachediag.pipeline_audit import AuditOptions, run_audit
+
+    stdin = sys.stdin.buffer if "-" in map(str, paths) else None
+    if not paths:
+        stdin = piped_log(click.get_current_context().info_name or "audit")
+    inputs = list(paths) or ([Path("-")] if stdin is not None else default_paths())
 
     options = AuditOptions(
         since=window.since, until=window.until, top=top, pricing_file=pricing_file, zone=zone
@@ -131,12 +140,13 @@ def read_audit(
     show = sys.stderr.isatty() if progress is None else progress
     with _progress(show) as (on_start, on_done):
         return run_audit(
-            list(paths) or default_paths(),
+            inputs,
             options,
             on_start=on_start,
             on_done=on_done,
             workers=jobs,
             keep=keep,
+            stdin=stdin,
         )
 
 
@@ -189,8 +199,9 @@ def audit(
 ) -> None:
     """Cost audit: totals, breakdowns, the most expensive misses and a TTL what-if.
 
-    PATHS are transcripts, session or project folders; default: all Claude Code history
-    (~/.claude/projects or $CLAUDE_CONFIG_DIR/projects). Prices come from the bundled
+    PATHS are transcripts, session or project folders, or request logs ('-': stdin);
+    default: a log piped on stdin, else all Claude Code history (~/.claude/projects or
+    $CLAUDE_CONFIG_DIR/projects). Prices come from the bundled
     genai-prices data unless --pricing names a file; a model without a price is shown
     as unpriced, never counted as $0.
 

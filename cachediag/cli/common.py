@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import click
 
@@ -121,12 +121,3 @@ def stderr_progress(label: str) -> Progress | None:
     if sys.stderr.isatty() and not sys.stdout.isatty():
         return Progress(label)
     return None
-
-
-def piped_stdin() -> IO[bytes] | None:
-    """stdin's bytes when a log is piped or redirected in; ``None`` at a terminal."""
-    import sys
-
-    from cachediag.pipeline import stdin_is_piped
-
-    return sys.stdin.buffer if stdin_is_piped() else None

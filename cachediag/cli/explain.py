@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from datetime import tzinfo
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import click
 
@@ -13,7 +14,8 @@ from cachediag.analysis.costs import ModelPrices
 from cachediag.analysis.session import SessionAnalysis
 from cachediag.cli.analyze import in_window
 from cachediag.cli.captures import capture_join, captures_option
-from cachediag.cli.common import CachediagError, emit_json, piped_stdin, report_issues
+from cachediag.cli.common import CachediagError, emit_json, report_issues
+from cachediag.cli.stdin import piped_log
 from cachediag.cli.window import Bound, resolve_window, window_options, zone_or_local
 
 
@@ -134,7 +136,11 @@ def explain(
     clock = time.time() if now is None else now
     display = zone_or_local(zone)
     window = resolve_window(since, until, clock, display)
-    stdin = piped_stdin() if log is None or str(log) == "-" else None
+    stdin: IO[bytes] | None = None
+    if log is None:
+        stdin = piped_log("explain")
+    elif str(log) == "-":
+        stdin = sys.stdin.buffer
     if log is not None:
         paths = [log]
     elif stdin is not None:
