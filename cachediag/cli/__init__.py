@@ -23,6 +23,7 @@ COMMANDS = {
     "prompt": "cachediag.cli.prompt:prompt",
     "schema": "cachediag.cli.schema:schema",
     "statusline": "cachediag.cli.statusline:statusline",
+    "warm": "cachediag.cli.warm:warm",
     "watch": "cachediag.cli.watch:watch",
 }
 

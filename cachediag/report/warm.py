@@ -1,0 +1,118 @@
+"""``cachediag warm`` output: the JSON contract and the table of warm sessions."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, tzinfo
+
+from pydantic import BaseModel, ConfigDict
+from rich.console import Group, RenderableType
+from rich.text import Text
+
+from cachediag.analysis.warm import WarmSession
+from cachediag.report.clock import format_clock, zone_label
+from cachediag.report.layout import Column, compact_count, fitted_table, short_id, text_lines
+from cachediag.report.tables import format_tokens, format_usd, plural
+
+SCHEMA_VERSION = 1
+
+
+class WarmOut(BaseModel):
+    """One session whose prompt cache is still warm."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    session_id: str
+    project: str | None
+    source: str
+    model: str | None
+    ttl: str
+    """The TTL of the last cache entry, as the log shows it."""
+    last_activity_at: float
+    expires_at: float
+    seconds_left: float
+    prompt_tokens: int
+    """The last request's prompt: what the next request writes again once it is cold."""
+    rebuild_usd: float | None
+    """That prompt at the TTL's write price (null: no price for the model)."""
+    resume_usd: float | None
+    """That prompt at the read price: what resuming while it is warm costs."""
+
+
+class WarmReport(BaseModel):
+    """``cachediag warm --json``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int
+    now: float
+    sessions: list[WarmOut]
+    """Newest first."""
+
+
+def warm_report(rows: Sequence[WarmSession], now: float) -> WarmReport:
+    return WarmReport(
+        schema_version=SCHEMA_VERSION,
+        now=now,
+        sessions=[
+            WarmOut(
+                session_id=r.session_id,
+                project=r.project,
+                source=r.source,
+                model=r.model,
+                ttl=r.ttl,
+                last_activity_at=r.last_activity_at,
+                expires_at=r.expires_at,
+                seconds_left=round(r.seconds_left, 3),
+                prompt_tokens=r.prompt_tokens,
+                rebuild_usd=None if r.rebuild_usd is None else round(r.rebuild_usd, 6),
+                resume_usd=None if r.resume_usd is None else round(r.resume_usd, 6),
+            )
+            for r in rows
+        ],
+    )
+
+
+def format_left(seconds: float) -> str:
+    """``4:05`` (minutes:seconds), ``1:02:05`` past an hour."""
+    s = max(0, int(seconds))
+    hours, rest = divmod(s, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def warm_table(report: WarmReport, *, zone: tzinfo = UTC, width: int = 80) -> RenderableType:
+    rows = report.sessions
+    if not rows:
+        return Text("No session has a warm prompt cache.")
+    label = zone_label(zone, rows[0].last_activity_at)
+    columns = [
+        Column("left", [[format_left(r.seconds_left) for r in rows]], justify="right"),
+        Column("ttl", [[r.ttl for r in rows]]),
+        Column("session", [[r.session_id[:8] for r in rows]]),
+        Column("project", [[short_id(r.project or "-", 24) for r in rows]], keep=50, wraps=True),
+        Column(
+            f"last ({label})", [[format_clock(r.last_activity_at, zone) for r in rows]], keep=60
+        ),
+        Column(
+            "prompt",
+            [
+                [format_tokens(r.prompt_tokens) for r in rows],
+                [compact_count(r.prompt_tokens) for r in rows],
+            ],
+            justify="right",
+        ),
+        Column("resume", [[format_usd(r.resume_usd) for r in rows]], justify="right", keep=70),
+        Column("if cold", [[format_usd(r.rebuild_usd) for r in rows]], justify="right"),
+    ]
+    notes = [
+        "resume: the last prompt read from the cache now",
+        "if cold: written again at the TTL's write price once it expires",
+    ]
+    return Group(
+        text_lines(
+            [f"{plural(len(rows), 'session')} with a warm prompt cache, newest first"], width
+        ),
+        fitted_table(columns, width),
+        text_lines(notes, width, style="dim"),
+    )
