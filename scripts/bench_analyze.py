@@ -392,7 +392,7 @@ def cachediag_env() -> dict[str, str]:
     return env
 
 
-def install_in_venv(repo: Path = REPO) -> tuple[list[str], dict[str, str]]:
+def install_in_venv(repo: Path = REPO, extras: str = "") -> tuple[list[str], dict[str, str]]:
     """``repo`` installed as users install it, in a venv kept between runs; returns the
     console script's argv and an environment that cannot reach the checkout.
 
@@ -402,6 +402,7 @@ def install_in_venv(repo: Path = REPO) -> tuple[list[str], dict[str, str]]:
     The venv is keyed to the checkout and the Python version; every run installs the
     checkout's current files (tracked and new, as git sees them, so no stale ``build/``
     leftovers), and dependencies a failed earlier run left out are installed again.
+    ``extras`` (e.g. ``"[proxy]"``) adds optional dependencies.
     """
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
     key = hashlib.sha1(str(repo.resolve()).encode()).hexdigest()[:8]
@@ -416,7 +417,9 @@ def install_in_venv(repo: Path = REPO) -> tuple[list[str], dict[str, str]]:
         copy_checkout(repo, Path(src))
         # A local folder is always built and installed anew; dependencies only when
         # missing (a first run, or one that failed half-way).
-        subprocess.run([*pip, "--no-build-isolation", src], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [*pip, "--no-build-isolation", src + extras], check=True, stdout=subprocess.DEVNULL
+        )
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     return [str(venv / "bin" / "cachediag")], env
 

@@ -83,6 +83,7 @@ def test_json_answer_relayed_byte_for_byte_and_recorded(tmp_path: Path) -> None:
     assert names["x-api-key"] == "sk-key" and names["x-end"] == "kept"
     assert "x-hop" not in names  # named by Connection: hop-by-hop
     assert names["host"] == f"127.0.0.1:{up.port}"
+    assert names["content-length"] == str(len(body))  # streamed on, the client's framing
     [rec] = records(tmp_path)
     assert rec["message_id"] == "msg_json" and rec["request_id"] == "req_json"
     assert rec["status"] == 200 and rec["model"] == "claude-opus-4-5"
@@ -291,3 +292,26 @@ def test_stop_finishes_streams_in_flight(tmp_path: Path) -> None:
         assert run(go()) == reply.body
     [rec] = records(tmp_path)
     assert rec["message_id"] == "msg_inflight"
+
+
+def test_records_built_in_a_worker_process(tmp_path: Path) -> None:
+    from cachediag.proxy.server import ProxyConfig, serve
+
+    with FakeUpstream(lambda seen: sse_reply("msg_worker", request_id="req_w")) as up:
+
+        async def go() -> None:
+            stop = asyncio.Event()
+            ready: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+            cfg = ProxyConfig("127.0.0.1", 0, up.url, tmp_path, offload=True)
+            task = asyncio.create_task(serve(cfg, stop, lambda h, p: ready.set_result(p)))
+            port = await ready
+            async with client() as s:
+                await post(s, f"http://127.0.0.1:{port}/v1/messages", json.dumps(BODY).encode())
+            stop.set()
+            recorder = await task
+            assert recorder is not None
+            assert (recorder.written, recorder.offloaded, recorder.failed) == (1, 1, 0)
+
+        run(go())
+    [rec] = records(tmp_path)
+    assert rec["message_id"] == "msg_worker" and rec["fingerprint"]["tools"][0][0] == "Read"

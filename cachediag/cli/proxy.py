@@ -45,6 +45,9 @@ from cachediag.proxy.logfiles import DEFAULT_KEEP_DAYS, default_log_dir
     is_flag=True,
     help="Allow a --listen address other machines can reach (risky: see below).",
 )
+@click.option(
+    "--no-record", is_flag=True, help="Forward only; write nothing (e.g. to time the relay)."
+)
 @click.pass_context
 def proxy(
     ctx: click.Context,
@@ -53,6 +56,7 @@ def proxy(
     log_dir: Path | None,
     keep_days: int,
     allow_remote: bool,
+    no_record: bool,
 ) -> None:
     """Forward Anthropic API calls unchanged and record what cache analysis needs.
 
@@ -96,6 +100,8 @@ def proxy(
         upstream=parse_upstream(upstream),
         log_dir=(log_dir or default_log_dir()).expanduser(),
         keep_days=keep_days,
+        record=not no_record,
+        offload=True,
     )
 
     def ready(bound_host: str, bound_port: int) -> None:

@@ -6,7 +6,8 @@ What changes on the way, and why (RFC 9110 §7.6.1): hop-by-hop headers (``Conne
 the names it lists, ``Keep-Alive``, ``TE``, ``Trailer``, ``Transfer-Encoding``,
 ``Upgrade``, ``Proxy-*``) belong to one connection and are not forwarded, and ``Host``
 names the upstream. Bodies are relayed as bytes: the client session never decompresses,
-so a gzip answer reaches the client as the upstream sent it. For ``POST /v1/messages``
+so a gzip answer reaches the client as the upstream sent it; request bodies are
+streamed on as they arrive, with the client's ``Content-Length``. For ``POST /v1/messages``
 only, ``Accept-Encoding`` is narrowed to the codings the recorder can undo, so the usage
 of a compressed answer can still be read; the bytes the upstream sends are relayed as
 they are. Nothing is recorded until the client has its last byte.
@@ -15,6 +16,7 @@ they are. Nothing is recorded until the client has its last byte.
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import aiohttp
@@ -37,7 +39,8 @@ HOP_BY_HOP = frozenset(
         "upgrade",
     }
 )
-_NOT_FORWARDED = HOP_BY_HOP | {"host", "content-length"}
+# Content-Length stays: the body is streamed on as it comes, with the client's framing.
+_NOT_FORWARDED = HOP_BY_HOP | {"host"}
 # aiohttp adds these when absent; a transparent proxy sends only what the client sent.
 _NO_AUTO = ("User-Agent", "Accept", "Accept-Encoding", "Content-Type")
 UPSTREAM_KEY: web.AppKey[Upstream] = web.AppKey("cachediag_upstream")
@@ -97,16 +100,26 @@ def upstream_url(base: URL, raw_path: str) -> URL:
     return URL(str(base.origin()) + prefix + raw_path, encoded=True)
 
 
+async def _streamed(request: web.Request, keep: list[bytes] | None) -> AsyncIterator[bytes]:
+    """The request body as it arrives (a 1 MB conversation is not held back until read
+    whole); ``keep`` collects it for the recorder."""
+    async for chunk in request.content.iter_any():
+        if keep is not None:
+            keep.append(chunk)
+        yield chunk
+
+
 async def handle(request: web.Request) -> web.StreamResponse:
     up = request.app[UPSTREAM_KEY]
     recorder = up.recorder if is_messages_call(request.method, request.path) else None
-    body = await request.read()
     headers = end_to_end(request.headers, _NOT_FORWARDED)
+    kept: list[bytes] | None = [] if recorder is not None else None
+    body = _streamed(request, kept) if request.body_exists else None
     exchange: Exchange | None = None
     if recorder is not None:
         exchange = Exchange(
             sent_at=time.time(),
-            request_body=body,
+            request_body=b"",
             request_encoding=request.headers.get("Content-Encoding", ""),
             betas=",".join(request.headers.getall("anthropic-beta", [])),
             hints={
@@ -120,9 +133,10 @@ async def handle(request: web.Request) -> web.StreamResponse:
     try:
         return await _relay(request, up, headers, body, exchange)
     finally:
-        if exchange is not None and recorder is not None:
+        if exchange is not None and recorder is not None and kept is not None:
             if exchange.done_at is None:
                 exchange.done_at = time.time()
+            exchange.request_body = b"".join(kept)
             recorder.submit(exchange)
 
 
@@ -130,17 +144,16 @@ async def _relay(
     request: web.Request,
     up: Upstream,
     headers: CIMultiDict[str],
-    body: bytes,
+    body: AsyncIterator[bytes] | None,
     ex: Exchange | None,
 ) -> web.StreamResponse:
     url = upstream_url(up.base, request.raw_path)
-    has_body = bool(body) or "Content-Length" in request.headers or request.body_exists
     try:
         upstream = await up.session.request(
             request.method,
             url,
             headers=headers,
-            data=body if has_body else None,
+            data=body,
             skip_auto_headers=_NO_AUTO,
             allow_redirects=False,
         )

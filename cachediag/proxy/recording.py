@@ -10,12 +10,17 @@ Claude Code's gateway hints. Never kept: prompt or response text, any other head
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
 import queue
+import signal
 import sys
 import threading
 import zlib
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from multiprocessing import get_context
 from typing import Any
 
 from cachediag.ingest.capture import read_call
@@ -127,9 +132,18 @@ def _response(ex: Exchange) -> JsonObject:
     return response
 
 
+_FINGERPRINT_FIELDS = tuple(f.name for f in dataclasses.fields(Fingerprint) if f.name != "joined")
+
+
 def fingerprint_dict(fp: Fingerprint) -> JsonObject:
-    """The record's ``fingerprint``: what the body showed (``joined`` is for readers)."""
-    return {k: v for k, v in dataclasses.asdict(fp).items() if v is not None and k != "joined"}
+    """The record's ``fingerprint``: what the body showed (``joined`` is for readers).
+    Tuples stay tuples (they serialise as arrays): ``asdict`` would deep-copy every hash."""
+    out: JsonObject = {}
+    for name in _FINGERPRINT_FIELDS:
+        value = getattr(fp, name)
+        if value is not None:
+            out[name] = value
+    return out
 
 
 def build_record(ex: Exchange) -> JsonObject:
@@ -208,13 +222,40 @@ def _usage_fields(r: RequestRecord) -> JsonObject:
     return out
 
 
-class Recorder:
-    """One thread that turns exchanges into lines, so the event loop only enqueues."""
+def record_line(ex: Exchange) -> bytes:
+    """One exchange as its log line (run in the recorder's worker process)."""
+    return canonical_json(build_record(ex))
 
-    def __init__(self, log: CaptureLog) -> None:
+
+def _quiet_worker() -> None:
+    # Ctrl-C reaches the whole process group; the parent decides when recording stops,
+    # and the worker must live to build the records still queued.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Records can wait; answers cannot: on a busy machine the relay gets the CPU first.
+    with contextlib.suppress(OSError):
+        os.nice(10)
+
+
+class Recorder:
+    """Turns exchanges into lines away from the event loop, which only enqueues.
+
+    Parsing and fingerprinting a 200k-token request takes milliseconds of CPU; done in a
+    thread of the proxy it would hold the interpreter lock while other streams wait to be
+    relayed, so a worker process does it (``offload``), and this thread writes the lines
+    in order. Should the worker die or fail to start, the thread builds the lines itself.
+    """
+
+    def __init__(self, log: CaptureLog, *, offload: bool = True) -> None:
         self.log = log
         self.written = 0
         self.failed = 0
+        self.offloaded = 0
+        """Lines the worker process built (the rest were built in this thread)."""
+        self._pool: ProcessPoolExecutor | None = None
+        if offload:
+            self._pool = ProcessPoolExecutor(
+                max_workers=1, mp_context=get_context("spawn"), initializer=_quiet_worker
+            )
         self._queue: queue.SimpleQueue[Exchange | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="cachediag-recorder", daemon=True)
         self._thread.start()
@@ -226,13 +267,27 @@ class Recorder:
         """Write everything submitted so far, then stop."""
         self._queue.put(None)
         self._thread.join()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
         self.log.close()
+
+    def _line(self, ex: Exchange) -> bytes:
+        if self._pool is not None:
+            try:
+                line = self._pool.submit(record_line, ex).result()
+                self.offloaded += 1
+                return line
+            except Exception:
+                # A worker that died or could not start (a host script that spawns
+                # processes unguarded): build here from now on; this record too.
+                pool, self._pool = self._pool, None
+                pool.shutdown(wait=False, cancel_futures=True)
+        return record_line(ex)
 
     def _run(self) -> None:
         while (ex := self._queue.get()) is not None:
             try:
-                line = canonical_json(build_record(ex))
-                self.log.append(line, ex.done_at)
+                self.log.append(self._line(ex), ex.done_at)
                 self.written += 1
             except Exception as exc:  # a record lost must never stop the recorder
                 self.failed += 1

@@ -27,9 +27,6 @@ from cachediag.proxy.recording import Recorder
 
 DRAIN_S = 600.0
 """How long a stop waits for streams in flight: long answers run for minutes."""
-MAX_BODY_BYTES = 1 << 30
-"""Requests are read whole before forwarding (they are fingerprinted); images and long
-conversations make them large, far beyond aiohttp's default 1 MiB cap."""
 CONNECT_TIMEOUT_S = 30.0
 
 
@@ -41,6 +38,10 @@ class ProxyConfig:
     log_dir: Path
     keep_days: int = DEFAULT_KEEP_DAYS
     record: bool = True
+    offload: bool = False
+    """Fingerprint in a worker process (the command does): it starts by re-importing the
+    host's main module, which a library caller's script may not allow (multiprocessing's
+    spawn rules), so it is the command's choice, not the default."""
 
 
 def parse_listen(value: str, allow_remote: bool) -> tuple[str, int]:
@@ -90,7 +91,7 @@ def client_session() -> aiohttp.ClientSession:
 def make_app(
     upstream: URL, session: aiohttp.ClientSession, recorder: Recorder | None
 ) -> web.Application:
-    app = web.Application(client_max_size=MAX_BODY_BYTES)
+    app = web.Application()
     app[UPSTREAM_KEY] = Upstream(upstream, session, recorder)
     app.router.add_route("*", "/{tail:.*}", handle)
     return app
@@ -123,7 +124,8 @@ async def serve(
     on_ready: Callable[[str, int], None] | None = None,
 ) -> Recorder | None:
     """Run until ``stop`` is set; returns the recorder (closed) for its counts."""
-    recorder = Recorder(CaptureLog(cfg.log_dir, cfg.keep_days)) if cfg.record else None
+    log = CaptureLog(cfg.log_dir, cfg.keep_days) if cfg.record else None
+    recorder = Recorder(log, offload=cfg.offload) if log is not None else None
     session = client_session()
     runner = web.AppRunner(
         make_app(cfg.upstream, session, recorder),
