@@ -187,7 +187,11 @@ class Follower:
         def bad_line(source: str, line: int, reason: str) -> None:
             self.issues.append(LineIssue(source, line, reason))
 
-        return LiveSession(tracked.ref.transcript, landed, bad_line)
+        from cachediag.proxy.index import live_join
+
+        live = LiveSession(tracked.ref.transcript, landed, bad_line)
+        live.enrich = live_join()  # exact causes when the capture proxy saw the requests
+        return live
 
     def _prime(self, tracked: Tracked) -> None:
         """Read quietly what the session's files held at the start."""

@@ -54,6 +54,9 @@ class LiveSession:
         self.skipped = 0
         self.on_item = on_item
         self.on_bad_line = on_bad_line
+        self.enrich: Callable[[StreamItem], StreamItem] | None = None
+        """Applied to each new item before its ledger sees it: the capture proxy's join
+        (``proxy.index.LiveJoin``) gives requests the fingerprints of their bodies."""
 
     def reader(self, path: str) -> TranscriptReader:
         found = self.readers.get(path)
@@ -168,6 +171,8 @@ class LiveSession:
             return
         if item is None:
             return
+        if self.enrich is not None:
+            item = self.enrich(item)
         entry = self.ledgers.setdefault(item.stream, Ledger()).feed(item)
         # The items themselves are not kept: the ledger has what the summaries need.
         self.log.streams[item.stream].items.clear()

@@ -207,3 +207,114 @@ class CaptureJoin:
 
     def __call__(self, log: SessionLog) -> SessionLog:
         return join_session(log, self.load())
+
+
+_AT = re.compile(rb'"at"\s*:\s*(-?[0-9][0-9.eE+-]*)')
+WINDOW_BEFORE_S = 120.0
+WINDOW_AFTER_S = 900.0
+"""A capture record is written when the answer's last byte arrives; the transcript line of
+the same answer is stamped within seconds of it (a long stream: minutes). Records outside
+this window around the transcript's time are not looked at."""
+_BLOCK = 1 << 16
+
+
+class LiveJoin:
+    """The join for readers that see one request at a time (status line, live view).
+
+    No index to build or keep: day files are in the order answers completed, so the
+    record of a request is found by a binary search for its time and a scan of the few
+    minutes around it: a handful of reads, however long the day's file.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def __call__(self, item: Any) -> Any:
+        if not isinstance(item, RequestRecord) or item.fingerprint is not None:
+            return item
+        if item.message_id is None:
+            return item
+        found = find_captured(self.folder, item.message_id, item.at)
+        if found is None:
+            return item
+        return dataclasses.replace(
+            item,
+            fingerprint=found.fingerprint,
+            server_reason=item.server_reason or found.server_reason,
+            applied_edits=item.applied_edits or found.applied_edits,
+        )
+
+
+def live_join() -> LiveJoin | None:
+    """The join from the proxy's default folder, or ``None`` when there is none."""
+    folder = default_captures_dir()
+    return LiveJoin(folder) if folder is not None else None
+
+
+def find_captured(folder: Path, message_id: str, at: float) -> Captured | None:
+    """The capture record of ``message_id`` answered around ``at``, or ``None``."""
+    from cachediag.proxy.logfiles import day_file_name
+
+    needle = b'"message_id":"' + message_id.encode() + b'"'
+    names = dict.fromkeys((day_file_name(at - WINDOW_BEFORE_S), day_file_name(at + WINDOW_AFTER_S)))
+    for name in names:
+        try:
+            fd = os.open(folder / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            line = _scan_window(fd, needle, at - WINDOW_BEFORE_S, at + WINDOW_AFTER_S)
+        finally:
+            os.close(fd)
+        if line is not None:
+            return captured_from_line(line)
+    return None
+
+
+def _line_at(fd: int, offset: int) -> tuple[int, float | None]:
+    """The start of the first whole line at or after ``offset`` and its record's time."""
+    block = os.pread(fd, _BLOCK, offset)
+    start = 0
+    if offset > 0:
+        nl = block.find(b"\n")
+        if nl < 0:
+            return offset + len(block), None
+        start = nl + 1
+    end = block.find(b"\n", start)
+    match = _AT.search(block, start, end if end >= 0 else len(block))
+    return offset + start, float(match.group(1)) if match else None
+
+
+def _scan_window(fd: int, needle: bytes, since: float, until: float) -> bytes | None:
+    size = os.fstat(fd).st_size
+    lo, hi = 0, size
+    while hi - lo > _BLOCK:  # the last line starting before ``since``, roughly
+        mid = (lo + hi) // 2
+        _, when = _line_at(fd, mid)
+        if when is not None and when < since:
+            lo = mid
+        else:
+            hi = mid
+    pos, carry = lo, b""
+    while pos < size:
+        block = os.pread(fd, _BLOCK * 4, pos)
+        if not block:
+            break
+        data = carry + block
+        found = data.find(needle)
+        if found >= 0:
+            start = data.rfind(b"\n", 0, found) + 1
+            end = data.find(b"\n", found)
+            if end < 0:  # the line goes on past this block
+                rest = os.pread(fd, 1 << 24, pos + len(block))
+                cut = rest.find(b"\n")
+                return data[start:] + (rest[:cut] if cut >= 0 else b"")
+            return data[start:end]
+        last_nl = data.rfind(b"\n")
+        tail_start = data.rfind(b"\n", 0, last_nl) + 1 if last_nl > 0 else 0
+        match = _AT.search(data, tail_start)
+        if match is not None and float(match.group(1)) > until:
+            break
+        carry = data[last_nl + 1 :] if last_nl >= 0 else data
+        pos += len(block)
+    return None

@@ -64,6 +64,9 @@ class Session(LiveSession):
 
     def __init__(self, transcript: str, header: State | None, rest: bytes) -> None:
         super().__init__(transcript)
+        from cachediag.proxy.index import live_join
+
+        self.enrich = live_join()  # exact causes when the capture proxy saw the requests
         self.streams: dict[str, dict[str, Any]] = {}
         self.prices: dict[str, Any] = {}
         self.api_errors = 0
