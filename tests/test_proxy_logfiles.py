@@ -3,6 +3,7 @@ the records they hold read back as any cachediag records."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from pathlib import Path
@@ -134,3 +135,15 @@ def test_records_read_back_as_cachediag_records(tmp_path: Path) -> None:
     schema = json.loads(result.stdout)
     assert {"RequestIn", "FailedRequestIn", "EventIn"} <= set(schema["$defs"])
     assert "sent_at" in schema["$defs"]["RequestIn"]["properties"]
+
+
+def test_the_join_reads_a_record_fingerprint_as_the_records_reader_does(tmp_path: Path) -> None:
+    from cachediag.proxy.index import fingerprint_from_json
+
+    turns = [{"role": "user", "content": [{"type": "text", "text": "a"}]}]
+    line = build_record(exchange("m1", turns, NOON))
+    session = read_records([json.dumps(line).encode() + b"\n"], "x", "s")
+    [record] = session.streams["main"].requests
+    joined = fingerprint_from_json(json.loads(json.dumps(line))["fingerprint"])
+    assert record.fingerprint is not None and joined is not None
+    assert joined == dataclasses.replace(record.fingerprint, joined=True)

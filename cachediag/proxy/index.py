@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from cachediag.ingest.lines import BadLine, parse_line
-from cachediag.model import Fingerprint, RequestRecord, ServerReason, SessionLog
+from cachediag.model import BlockPrint, Fingerprint, RequestRecord, ServerReason, SessionLog
 from cachediag.proxy.logfiles import day_files, default_log_dir
 
 _ID = re.compile(rb'"(message_id|request_id)"\s*:\s*"([^"\\]{1,200})"')
@@ -59,6 +59,10 @@ def fingerprint_from_json(obj: Any) -> Fingerprint | None:
         for key, value in obj.items():
             if key == "tools" and isinstance(value, list):
                 value = tuple((str(name), str(digest)) for name, digest in value)
+            elif key in ("tool_blocks", "system_blocks") and isinstance(value, list):
+                value = tuple(BlockPrint(*row) for row in value)
+            elif key == "message_blocks" and isinstance(value, list):
+                value = tuple(tuple(BlockPrint(*row) for row in msg) for msg in value)
             elif key in _TUPLE_FIELDS and isinstance(value, list):
                 value = tuple(sorted(map(str, value)) if key == "betas" else map(str, value))
             values[key] = value
