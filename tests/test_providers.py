@@ -236,6 +236,14 @@ EXPECTED: dict[str, tuple[str, str, list[str], str | None, dict[str, Any]]] = {
         "server",
         {"server_causes": ["tools_changed"]},
     ),
+    # cache_control ttl 1h through OpenRouter: 1,200 s idle is inside the hour.
+    "openrouter_1h_pause_20m": (
+        CAPTURE,
+        "miss",
+        ["likely_server_side"],
+        "inferred",
+        {"ttl": "1h", "cost_source": "provider"},
+    ),
     "openrouter_byok_hits": (
         CAPTURE,
         "hit",
@@ -371,3 +379,16 @@ def test_nothing_secret_is_printed() -> None:
             assert "hunter2" not in result.output
             assert "sk-proj" not in result.output
             assert "repo-login-fix" not in result.output  # prompt_cache_key is hashed
+
+
+def test_ttl_what_if_leaves_openai_streams_as_they_happened() -> None:
+    # 5m and 1h are Anthropic's choice; OpenAI's TTL is the provider's (or 24h retention),
+    # so its 400 s expiry is not "saved" by a 1h policy it could not have used.
+    result = CliRunner().invoke(
+        main, ["audit", "--json", str(PROVIDERS / "chat_ttl_expired_5m.jsonl")]
+    )
+    assert result.exit_code == 0, result.output
+    whatif = json.loads(result.stdout)["whatif"]
+    assert {p["cost_usd"] for p in whatif["policies"]} == {whatif["policies"][0]["cost_usd"]}
+    assert {p["misses"] for p in whatif["policies"]} == {1}
+    assert whatif["best"] == "as_happened"

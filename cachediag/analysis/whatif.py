@@ -17,6 +17,7 @@ Pure: prices come in as a function, nothing is read or printed here.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -247,10 +248,25 @@ def _add_pings(result: PolicyResult, prev: RequestRecord, pings: int, price_of: 
     result.cost_usd += pings * request_cost_usd(ping, prices)
 
 
+_NO_TTL_CHOICE = re.compile(r"(?:^|/)(?:gpt-|o\d|chatgpt|codex|gemini)", re.IGNORECASE)
+"""Model families whose cache lifetime is the provider's, not a 5m/1h choice (OpenAI's
+in-memory, 30m or 24h retention; Gemini's implicit cache)."""
+
+
+def offers_ttl_choice(entries: list[LedgerEntry]) -> bool:
+    """Whether the caller could have picked 5m or 1h for this stream: not when every
+    model it used is an OpenAI or Gemini one."""
+    models = {e.record.model for e in entries if e.record.model is not None}
+    return not models or not all(_NO_TTL_CHOICE.search(m) for m in models)
+
+
 def replay_streams(streams: Iterable[list[LedgerEntry]], price_of: PriceFn) -> WhatIf:
-    """Every policy over every stream (each stream has its own cache)."""
+    """Every policy over every stream (each stream has its own cache). A stream without
+    the 5m/1h choice costs what it cost under every policy."""
     total = WhatIf()
     for entries in streams:
+        choice = offers_ttl_choice(entries)
         for policy in Policy:
-            total.results[policy].add(replay_stream(entries, policy, price_of))
+            replayed = policy if choice else Policy.AS_HAPPENED
+            total.results[policy].add(replay_stream(entries, replayed, price_of))
     return total

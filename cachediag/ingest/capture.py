@@ -23,7 +23,7 @@ from cachediag.ingest.lines import BadLine, JsonObject, iter_objects, parse_line
 from cachediag.ingest.openai import is_openai_usage, parse_openai_sse, response_record
 from cachediag.ingest.openai_fingerprint import ResponseChain, fingerprint_openai_request
 from cachediag.ingest.threads import name_threads, split_threads
-from cachediag.model import MAIN_STREAM, LineIssue, RequestRecord, SessionLog, StreamKind
+from cachediag.model import MAIN_STREAM, LineIssue, RequestRecord, SessionLog, StreamKind, Ttl
 
 FORMAT = "api-capture"
 
@@ -262,9 +262,11 @@ def read_call(obj: JsonObject, line: int, memo: BlockMemo | None = None) -> Capt
         started = answered = 0.0
     if is_openai_usage(usage):
         record = response_record(message, usage, answered, line, request=body)
+        # A router passes Anthropic's cache_control through to Claude models.
+        ttl: Ttl = "1h" if record.ttl == "5m" and _asked_1h(body) else record.ttl
         return CapturedCall(
             started,
-            dataclasses.replace(record, fingerprint=fingerprint_openai_request(body)),
+            dataclasses.replace(record, ttl=ttl, fingerprint=fingerprint_openai_request(body)),
             previous_response_id=_pointer(body.get("previous_response_id")),
             baseline_id=_baseline(body),
             conversation_id=_conversation(body),
