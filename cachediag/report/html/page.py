@@ -19,6 +19,8 @@ from typing import Any
 
 ECHARTS_VERSION = "6.1.0"
 ECHARTS_FILE = "echarts.common.min.js"
+SCRIPT_FILES = ("report-base.js", "report-overview.js", "report-session.js", "report-main.js")
+"""The page's own script, in parts that share one scope (helpers first, start-up last)."""
 
 _MARKER = re.compile(r"/\*@(\w+)@\*/")
 
@@ -43,6 +45,11 @@ def embed_json(data: Any) -> str:
     return text
 
 
+def _app_script() -> str:
+    parts = "".join(_asset(name) for name in SCRIPT_FILES)
+    return f'(function () {{\n  "use strict";\n{parts}}})();\n'
+
+
 def render_page(data: dict[str, Any], title: str) -> str:
     """The whole HTML document. ``title`` is plain text (escaped here)."""
     nonce = secrets.token_urlsafe(18)
@@ -53,7 +60,7 @@ def render_page(data: dict[str, Any], title: str) -> str:
         "data": embed_json(data),
         "echarts": _asset(ECHARTS_FILE),
         "echarts_version": ECHARTS_VERSION,
-        "app": _asset("report.js"),
+        "app": _app_script(),
     }
     # One pass over the template alone: inserted text (the chart library, the data) is
     # never scanned for markers.
