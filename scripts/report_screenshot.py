@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import tempfile
 from pathlib import Path
+from typing import Any
 
 FLAGS = [
     "--no-sandbox",
@@ -23,6 +24,19 @@ FLAGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+"""Headless, offline and quiet: nothing but the page may touch the network."""
+
+
+def launch(playwright: Any, profile: str, chromium: str, width: int = 1280) -> Any:
+    """A Chromium context on a new, empty profile (no extensions, no earlier state);
+    tests/test_report_browser.py opens its pages the same way."""
+    return playwright.chromium.launch_persistent_context(
+        profile,
+        executable_path=chromium,
+        headless=True,
+        args=FLAGS,
+        viewport={"width": width, "height": 900},
+    )
 
 
 def main() -> None:
@@ -39,13 +53,7 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p, tempfile.TemporaryDirectory() as profile:
-        context = p.chromium.launch_persistent_context(
-            profile,
-            executable_path=args.chromium,
-            headless=True,
-            args=FLAGS,
-            viewport={"width": args.width, "height": 900},
-        )
+        context = launch(p, profile, args.chromium, args.width)
         page = context.new_page()
         page.goto(args.report.resolve().as_uri())
         page.wait_for_selector("body[data-ready='1']")

@@ -8,6 +8,7 @@ elsewhere they skip with the reason when either is missing.
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import os
@@ -22,18 +23,9 @@ import pytest
 from click.testing import CliRunner
 
 from cachediag.cli import main
-from tests.conftest import REAL, RULES, SPOTTER_SESSION
+from tests.conftest import REAL, ROOT, RULES, SPOTTER_SESSION
 
 CHROMIUM = os.environ.get("CACHEDIAG_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-LAUNCH_FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 INJECTED = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
 
 
@@ -59,15 +51,15 @@ pytestmark = pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
 def browser() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
+    # The README's screenshot script opens Chromium; the tests open it the same way.
+    spec = importlib.util.spec_from_file_location(
+        "report_screenshot", ROOT / "scripts" / "report_screenshot.py"
+    )
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
     with sync_playwright() as p, tempfile.TemporaryDirectory() as profile:
-        # A new, empty profile: no extensions, no state from an earlier run.
-        context = p.chromium.launch_persistent_context(
-            profile,
-            executable_path=CHROMIUM,
-            headless=True,
-            args=LAUNCH_FLAGS,
-            viewport={"width": 1400, "height": 900},
-        )
+        context = script.launch(p, profile, CHROMIUM, width=1400)
         yield context
         context.close()
 
