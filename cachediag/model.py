@@ -210,6 +210,11 @@ class SessionLog:
     assumed_ttl: str | None = None
     """The TTL given to requests whose log could not tell it (OpenTelemetry events carry
     no 5m/1h split); ``None`` when every TTL came from the log."""
+    main_present: bool = True
+    """False when the input holds only subagent files of this session (a subagent's file
+    named alone, an orphan ``subagents`` folder): the main conversation is not known."""
+    unreadable: list[LineIssue] = field(default_factory=list)
+    """Files of this session that could not be read (vanished, no permission), line 0."""
 
     def stream(self, stream_id: str, kind: StreamKind, source: str | None = None) -> StreamLog:
         found = self.streams.get(stream_id)

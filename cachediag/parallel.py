@@ -32,8 +32,7 @@ def workers_for(sessions: int, size: int, requested: int | None = None) -> int:
 def total_bytes(sources: Iterable[SessionSource]) -> int:
     total = 0
     for src in sources:
-        paths = ([src.main] if src.main is not None else []) + [a.path for a in src.agents]
-        for path in paths:
+        for path in src.paths:
             try:
                 total += path.stat().st_size
             except OSError:

@@ -30,11 +30,14 @@ def stdin_is_piped(stream: IO[bytes] | None = None) -> bool:
 
 
 def default_paths() -> list[Path]:
-    found = [p for p in claude_projects_dirs() if p.is_dir()]
+    """Every Claude Code history folder that exists (``claude_projects_dirs``)."""
+    places = claude_projects_dirs()
+    found = [p for p in places if p.is_dir()]
     if not found:
-        tried = ", ".join(str(p) for p in claude_projects_dirs())
+        tried = ", ".join(str(p) for p in places)
+        via = " ($CLAUDE_CONFIG_DIR)" if os.environ.get("CLAUDE_CONFIG_DIR", "").strip() else ""
         raise InputError(
-            f"no path given and no Claude Code history found at {tried} "
+            f"no path given and no Claude Code history found; tried {tried}{via} "
             "(pass a transcript, a folder, or pipe a log on stdin)"
         )
     return found
@@ -57,6 +60,8 @@ class SourceResult(Generic[T]):
     passed_over: bool = False
     """A stray file in a scanned folder (e.g. history.jsonl): not a session."""
     error: str | None = None
+    unreadable: list[LineIssue] = field(default_factory=list)
+    """Files of the session that could not be read (the rest of it was)."""
 
 
 def analyze_source(
@@ -79,10 +84,14 @@ def analyze_source(
     for log in logs:
         if enrich is not None:
             log = enrich(log)
-        if log.main_unreadable and not any(s.items for s in log.streams.values()):
-            results.append(SourceResult(None, log.issues, passed_over=True))
+        unreadable = log.unreadable
+        if len(unreadable) == len(src.paths):
+            results.append(SourceResult(None, log.issues, unreadable=unreadable))
+        elif log.main_unreadable and not any(s.items for s in log.streams.values()):
+            results.append(SourceResult(None, log.issues, passed_over=True, unreadable=unreadable))
         else:
-            results.append(SourceResult(render(analyze_session(log, now)), log.issues))
+            value = render(analyze_session(log, now))
+            results.append(SourceResult(value, log.issues, unreadable=unreadable))
     return results
 
 
@@ -100,6 +109,7 @@ def analyze_group(
     """
     claimed: Claims = {}
     order = sorted(range(len(group)), key=lambda i: (_mtime(group[i]), i))
+    # Memory: the claims hold one key per response of the group, never its lines.
     results: dict[int, list[SourceResult[T]]] = {}
     for i in order:
         results[i] = analyze_source(group[i], now, render, claimed, enrich)
@@ -107,34 +117,56 @@ def analyze_group(
 
 
 def _mtime(src: SessionSource) -> float:
-    path = src.main if src.main is not None else (src.agents[0].path if src.agents else None)
-    try:
-        return path.stat().st_mtime if path is not None else 0.0
-    except OSError:
-        return 0.0
+    """When the session was first written: the oldest of its copies (a copy made later
+    by ``cp`` is newer than the session it holds)."""
+    times = []
+    for path in src.mains or [a.path for a in src.agents[:1]]:
+        try:
+            times.append(path.stat().st_mtime)
+        except OSError:
+            continue
+    return min(times, default=0.0)
 
 
 def project_groups(sources: list[SessionSource]) -> list[list[SessionSource]]:
-    """Consecutive sources of the same folder, together (``discover`` sorts by path)."""
-    groups: list[list[SessionSource]] = []
-    last: Path | None = None
-    for src in sources:
-        folder = _folder(src)
-        if groups and folder == last:
-            groups[-1].append(src)
+    """Sources that may share responses, together: the sessions of one folder (a
+    continued session's file starts with copies of the earlier one's responses), and
+    every folder holding a copy of one of them. Groups come in the order of their
+    first source; a tree without copies gives one group per folder, as ``discover``
+    found them."""
+    parent: dict[Path, Path] = {}
+
+    def root(folder: Path) -> Path:
+        while parent.setdefault(folder, folder) != folder:
+            parent[folder] = parent[parent[folder]]
+            folder = parent[folder]
+        return folder
+
+    folders = [_folders(src) for src in sources]
+    for mine in folders:
+        first = root(mine[0])
+        for other in mine[1:]:
+            top = root(other)
+            if top != first:
+                parent[top] = first
+    groups: dict[Path, list[SessionSource]] = {}
+    for src, mine in zip(sources, folders, strict=True):
+        groups.setdefault(root(mine[0]), []).append(src)
+    return list(groups.values())
+
+
+def _folders(src: SessionSource) -> list[Path]:
+    """The project folders holding a file of ``src``."""
+    found = [p.parent for p in src.mains]
+    for agent in src.agents:
+        parts = agent.path.parts
+        if "subagents" in parts[:-1]:
+            # <project>/<session>/subagents/[workflows/...]/agent-*.jsonl
+            idx = len(parts) - 1 - parts[::-1].index("subagents")
+            found.append(Path(*parts[: idx - 1]))
         else:
-            groups.append([src])
-        last = folder
-    return groups
-
-
-def _folder(src: SessionSource) -> Path | None:
-    if src.main is not None:
-        return src.main.parent
-    if src.agents:
-        # <project>/<session>/subagents/agent-*.jsonl: the project folder is three up.
-        return src.agents[0].path.parents[2]
-    return None
+            found.append(agent.path.parent)
+    return list(dict.fromkeys(found)) or [Path(src.key)]
 
 
 @dataclass(slots=True)
@@ -144,6 +176,10 @@ class Run:
     errors: list[str] = field(default_factory=list)
     issues: list[LineIssue] = field(default_factory=list)
     """Lines skipped, and files passed over as not being sessions (line 0)."""
+    unreadable: list[LineIssue] = field(default_factory=list)
+    """Files and folders that could not be read (vanished, no permission): line 0."""
+    sessions_read: int = 0
+    """Sessions that gave a result (any of their files could be read)."""
     on_progress: Callable[[int, int], None] | None = None
     """Called with (sessions read, sessions found) after each session file."""
     jobs: int | None = None
@@ -170,8 +206,9 @@ class Run:
             for log in read_stdin(stdin):
                 log = self.enrich(log) if self.enrich is not None else log
                 self.issues.extend(log.issues)
+                self.sessions_read += 1
                 yield render(analyze_session(log, now))
-        sources = discover(file_paths) if file_paths else []
+        sources = discover(file_paths, self.unreadable.append) if file_paths else []
         groups = project_groups(sources)
         # Each file is looked at once: its size decides both whether to fork and the order.
         weights = [total_bytes(group) for group in groups]
@@ -185,5 +222,13 @@ class Run:
             if result.error is not None:
                 self.errors.append(result.error)
             self.issues.extend(result.issues)
+            self.unreadable.extend(result.unreadable)
             if result.value is not None:
+                self.sessions_read += 1
                 yield result.value
+
+    @property
+    def nothing_read(self) -> bool:
+        """Files were found, none could be read: the one case where unreadable files
+        fail the run (a file that vanished among many is only reported)."""
+        return bool(self.unreadable) and self.sessions_read == 0

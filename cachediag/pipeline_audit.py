@@ -40,6 +40,9 @@ class AuditRun(Generic[T]):
     issues: list[LineIssue] = field(default_factory=list)
     kept: list[T] = field(default_factory=list)
     """What ``keep`` made of each session that has requests in the window, in input order."""
+    unreadable: list[LineIssue] = field(default_factory=list)
+    """Files and folders that could not be read, as ``pipeline.Run`` reports them."""
+    nothing_read: bool = False
 
 
 @dataclass(slots=True, frozen=True)
@@ -102,5 +105,7 @@ def run_audit(
             run.kept.append(kept)
     run.errors.extend(reading.errors)
     run.issues.extend(reading.issues)
+    run.unreadable.extend(reading.unreadable)
+    run.nothing_read = reading.nothing_read
     run.audit.sessions.sort(key=lambda s: (s.first_at or 0.0, s.session_id))
     return run

@@ -27,10 +27,11 @@ def iso(t: float) -> str:
 
 
 class Builder:
-    def __init__(self) -> None:
+    def __init__(self, version: str = "2.1.39") -> None:
         self.lines: list[dict[str, Any]] = []
         self.n = 0
         self.parent: str | None = None
+        self.version = version
 
     def _uuid(self) -> str:
         self.n += 1
@@ -44,7 +45,7 @@ class Builder:
             "userType": "external",
             "cwd": "/home/USER/project",
             "sessionId": SESSION,
-            "version": "2.1.39",
+            "version": self.version,
             "gitBranch": "main",
             "type": kind,
             "uuid": uuid,
@@ -114,6 +115,14 @@ class Builder:
             compactMetadata={"trigger": "auto", "preTokens": 150000},
         )
         line["parentUuid"] = None
+        self.lines.append(line)
+
+    def compact_summary(self, t: float) -> None:
+        """Claude Code 1.0.x's compaction: no boundary line, only the summary, which
+        starts a new chain."""
+        line = self._envelope(t, "user")
+        line.update(isCompactSummary=True, parentUuid=None)
+        line["message"] = {"role": "user", "content": "(summary of the conversation)"}
         self.lines.append(line)
 
     def api_error(self, t: float) -> None:
@@ -226,6 +235,19 @@ def main() -> None:
     b.compact(T0 + 30, "microcompact_boundary")
     b.response(T0 + 31, 3, 21500, 40000)
     b.write("microcompaction_expected")
+
+    b = Builder("1.0.98")  # 1.0.x: the summary line is the compaction; rebuild 2 s later
+    b.response(T0, 3, 140000, 2000)
+    b.compact_summary(T0 + 60)
+    b.response(T0 + 62, 3, 21500, 12000)
+    b.response(T0 + 70, 3, 33500, 400)
+    b.write("compaction_1_0_expected")
+
+    b = Builder("1.0.98")  # 1.0.x: the user waits past the TTL after compacting
+    b.response(T0, 3, 140000, 2000)
+    b.compact_summary(T0 + 60)
+    b.response(T0 + 60 + 400, 3, 0, 33500)
+    b.write("compaction_1_0_past_ttl")
 
     b = Builder()  # compaction at the very end: the rebuild is still pending
     b.response(T0, 3, 140000, 2000)

@@ -7,7 +7,9 @@ machine without ccusage (CI). Re-run after changing the fixtures:
     python scripts/record_ccusage.py [--ccusage PATH]
 
 ccusage reads ``$CLAUDE_CONFIG_DIR/projects``; each source tree is copied into a fresh
-temporary one so that nothing else on this machine is counted.
+temporary one so that nothing else on this machine is counted. The ``dedup`` tree is
+``tests/history_tree.py``'s: the fixtures copied into several project folders of two
+config dirs plus a backup of older prefixes, which ccusage reads deduplicated.
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 TREES = {
@@ -29,6 +33,7 @@ TREES = {
     ],
 }
 COMMAND = ["claude", "session", "--json", "--offline", "--mode", "calculate", "--breakdown"]
+sys.path.insert(0, str(ROOT))
 
 
 def record(ccusage: str, name: str, folders: list[Path]) -> Path | None:
@@ -39,14 +44,7 @@ def record(ccusage: str, name: str, folders: list[Path]) -> Path | None:
         projects = Path(tmp) / "projects"
         for folder in folders:
             shutil.copytree(folder, projects / folder.name)
-        env = {**os.environ, "CLAUDE_CONFIG_DIR": tmp, "TZ": "UTC"}
-        version = subprocess.run(
-            [ccusage, "--version"], capture_output=True, text=True, check=True, env=env
-        ).stdout.strip()
-        out = subprocess.run(
-            [ccusage, *COMMAND], capture_output=True, text=True, check=True, env=env
-        ).stdout
-    data = json.loads(out)
+        version, data = run_ccusage(ccusage, [Path(tmp)])
     target = ROOT / "tests/data" / f"ccusage_sessions_{name}.json"
     recorded = {
         "ccusage_version": version,
@@ -59,12 +57,49 @@ def record(ccusage: str, name: str, folders: list[Path]) -> Path | None:
     return target
 
 
+def run_ccusage(ccusage: str, config_dirs: list[Path]) -> tuple[str, dict[str, Any]]:
+    env = {**os.environ, "CLAUDE_CONFIG_DIR": ",".join(map(str, config_dirs)), "TZ": "UTC"}
+    version = subprocess.run(
+        [ccusage, "--version"], capture_output=True, text=True, check=True, env=env
+    ).stdout.strip()
+    out = subprocess.run(
+        [ccusage, *COMMAND], capture_output=True, text=True, check=True, env=env
+    ).stdout
+    data: dict[str, Any] = json.loads(out)
+    return version, data
+
+
+def record_dedup(ccusage: str) -> Path:
+    """ccusage's deduplicated figures for the tree of copies and backups."""
+    from tests.history_tree import build_history
+
+    with tempfile.TemporaryDirectory() as tmp:
+        version, data = run_ccusage(ccusage, build_history(Path(tmp)))
+    sessions = data["sessions"]
+    totals = {
+        key: sum(s[key] for s in sessions)
+        for key in ("inputTokens", "outputTokens", "cacheCreationTokens", "cacheReadTokens")
+    }
+    target = ROOT / "tests/data/ccusage_sessions_dedup.json"
+    recorded = {
+        "ccusage_version": version,
+        "command": "CLAUDE_CONFIG_DIR=one,two ccusage " + " ".join(COMMAND),
+        "tree": "tests/history_tree.py build_history",
+        "totals": {**totals, "totalCost": sum(s["totalCost"] for s in sessions)},
+        "sessions": sessions,
+    }
+    target.write_text(json.dumps(recorded, indent=2, sort_keys=True) + "\n")
+    print(f"dedup: {len(sessions)} sessions -> {target.relative_to(ROOT)}")
+    return target
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ccusage", default=shutil.which("ccusage") or "ccusage")
     args = parser.parse_args()
     for name, folders in TREES.items():
         record(args.ccusage, name, folders)
+    record_dedup(args.ccusage)
 
 
 if __name__ == "__main__":

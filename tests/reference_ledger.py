@@ -99,6 +99,12 @@ def read_lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
     return out
 
 
+def all_sidechain(path: Path) -> bool:
+    """Every line that says is a sidechain line: a subagent's own file."""
+    flags = [o["isSidechain"] for _, o in read_lines(path) if "isSidechain" in o]
+    return bool(flags) and all(f is True for f in flags)
+
+
 def read_stream(path: Path, *, main_only: bool) -> Stream:
     """Requests of one stream: ``main_only`` keeps the ``isSidechain: false`` lines of a
     session file; otherwise (a subagent file) every line of the file belongs to it."""
@@ -150,7 +156,12 @@ def build_stream(
     for lineno, obj in lines:
         kind = obj.get("type")
         at = parse_time(obj.get("timestamp"))
-        if kind == "system" and obj.get("subtype") in REBUILD_SUBTYPES:
+        # Claude Code 1.0.x wrote no boundary: its compaction is the summary line that
+        # starts a new chain (later versions point that line at their boundary).
+        old_compaction = (
+            kind == "user" and obj.get("isCompactSummary") is True and obj.get("parentUuid") is None
+        )
+        if (kind == "system" and obj.get("subtype") in REBUILD_SUBTYPES) or old_compaction:
             announced = True
             if at is not None:
                 announce = at if announce is None else max(announce, at)

@@ -189,5 +189,6 @@ def test_openai_chat_capture_names_tool_changes(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     last = json.loads(result.stdout)["requests"][2]
     assert (last["outcome"], last["causes"]) == ("miss", ["tools_changed"])
-    assert (last["tools_added"], last["tools_removed"]) == (["fetch"], ["grep"])
+    assert (last["tools_added"], last["tools_removed"]) == (1, 1)
+    assert (last["tools_added_names"], last["tools_removed_names"]) == (["fetch"], ["grep"])
     assert last["reprocessed_tokens"] == 6_000

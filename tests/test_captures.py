@@ -36,7 +36,12 @@ EXPECTED: dict[str, tuple[int, int, dict[str, int], dict[str, Any]]] = {
         1,
         0,
         {"tools_changed": 1},
-        {"tools_added": ["WebFetch"], "tools_removed": ["LS"]},
+        {
+            "tools_added": 1,
+            "tools_removed": 1,
+            "tools_added_names": ["WebFetch"],
+            "tools_removed_names": ["LS"],
+        },
     ),
     "model_changed": (1, 0, {"model_changed": 1}, {}),
     "fast_mode_changed": (1, 0, {"fast_mode_changed": 1}, {}),
@@ -81,7 +86,12 @@ EXPECTED: dict[str, tuple[int, int, dict[str, int], dict[str, Any]]] = {
         1,
         0,
         {"tools_changed": 1},
-        {"cause_source": "server", "server_causes": ["tools_changed"], "tools_added": ["WebFetch"]},
+        {
+            "cause_source": "server",
+            "server_causes": ["tools_changed"],
+            "tools_added": 1,
+            "tools_added_names": ["WebFetch"],
+        },
     ),
 }
 

@@ -18,6 +18,8 @@ INPUTS = [
     REAL / "claude-trace" / "test-traffic.jsonl",
     RULES,
     *sorted((FIXTURES / "captures").glob("*.jsonl")),
+    # A subagent's file alone: prompt_cache is null.
+    REAL / "spotter" / "4d5611e5-241a-462a-8d15-5122611a9569" / "subagents" / "agent-a2898e3.jsonl",
 ]
 
 

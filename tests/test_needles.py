@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cachediag.ingest.needles import WANTED, WANTED_WITH_CHAINS, needles_for
+from cachediag.ingest.needles import COMPACT_SUMMARY, WANTED, WANTED_WITH_CHAINS, needles_for
 
 
 @pytest.mark.parametrize(
@@ -16,7 +16,11 @@ from cachediag.ingest.needles import WANTED, WANTED_WITH_CHAINS, needles_for
         ([b'{"version":"2.1.39"}\n', b'{"version":"1.0.108"}\n'], True, WANTED_WITH_CHAINS),
         # No version seen: link chains, to be safe.
         ([b'{"type":"summary"}\n'], True, WANTED_WITH_CHAINS),
-        ([b'{"isSidechain": false, "type": "user"}\n'], True, (*WANTED, b'"isSidechain": true')),
+        (
+            [b'{"isSidechain": false, "type": "user"}\n'],
+            True,
+            (*WANTED, b'"isSidechain": true', COMPACT_SUMMARY),
+        ),
         ([b'{"version":"1.0.98"}\n'], False, WANTED),
     ],
 )

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from cachediag.cli import main
 from tests import reference_ledger as ref
-from tests.conftest import REAL, ROOT
+from tests.conftest import REAL, ROOT, RULES
 
 SUMMARY_FIELDS = (
     "caching_observed",
@@ -80,15 +80,17 @@ def check_session_file(path: Path) -> None:
     out = analyze(path)
     subagents = sorted(path.with_suffix("").glob("subagents/**/*.jsonl"))
     assert out["totals"] == ref.read_totals([path, *subagents]), "totals"
-    # A lone agent-*.jsonl is a subagent's whole conversation, analysed as its own session.
-    alone = path.name.startswith("agent-")
-    compare_stream(
-        "main",
-        ref.read_stream(path, main_only=not alone),
-        out["prompt_cache"],
-        out["requests"],
-        0.0,
-    )
+    # A file of sidechain lines alone is a subagent stream of the session its lines name:
+    # the main conversation is not in the input.
+    alone = ref.all_sidechain(path)
+    if alone:
+        assert out["prompt_cache"] is None and out["requests"] == []
+        assert out["session_id"] == ref.read_lines(path)[0][1]["sessionId"]
+        assert [Path(s["source"]).name for s in out["streams"]] == [path.name]
+    else:
+        compare_stream(
+            "main", ref.read_stream(path, main_only=True), out["prompt_cache"], out["requests"], 0.0
+        )
     compare_other_streams(path, out, inline=not alone)
 
 
@@ -100,7 +102,7 @@ def compare_other_streams(path: Path, out: dict[str, Any], *, inline: bool, now:
         source = Path(s["source"])
         if not source.is_absolute():
             source = ROOT / source
-        if source.resolve() != path.resolve():
+        if not inline or source.resolve() != path.resolve():
             stream = ref.read_stream(source, main_only=False)
         else:
             # Inline sidechains: the spec does not say how to split them; the reference
@@ -124,6 +126,15 @@ BUNDLED = [p for p in BUNDLED if p.parent.name != "claude-trace"]
 
 @pytest.mark.parametrize("path", BUNDLED, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_bundled_transcript_matches_reference(path: Path) -> None:
+    check_session_file(path)
+
+
+RULE_FILES = sorted(RULES.glob("*compaction*.jsonl"))
+
+
+@pytest.mark.parametrize("path", RULE_FILES, ids=lambda p: p.stem)
+def test_rule_fixture_matches_reference(path: Path) -> None:
+    """The hand-built compaction transcripts too: both forms, 1.0.x and 2.x."""
     check_session_file(path)
 
 

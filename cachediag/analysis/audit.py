@@ -184,7 +184,12 @@ def audit_session(
     when the request before it falls outside the range.
     """
     log = analysis.log
-    out = SessionAudit(log.session_id, log.project, log.source, skipped_lines=len(log.issues))
+    out = SessionAudit(
+        log.session_id,
+        log.project,
+        log.source,
+        skipped_lines=len(log.issues),
+    )
     out.groups = {g: {} for g in GroupBy if g is not GroupBy.SESSION}
     kept_streams: list[list[LedgerEntry]] = []
     misses: list[MissRow] = []
@@ -282,9 +287,14 @@ class Audit:
     whatif: WhatIf = field(default_factory=WhatIf)
     unpriced_models: set[str] = field(default_factory=set)
     skipped_lines: int = 0
+    empty_sessions: int = 0
+    """Sessions read with no request in the audited range (not in ``sessions``)."""
 
     def add(self, s: SessionAudit) -> None:
+        # Counted as analyze counts them, whether or not the session has requests here.
+        self.skipped_lines += s.skipped_lines
         if s.totals.requests == 0:
+            self.empty_sessions += 1
             return
         self.sessions.append(
             SessionLine(
@@ -301,7 +311,6 @@ class Audit:
         )
         self.whatif.add(s.whatif)
         self.unpriced_models |= s.unpriced_models
-        self.skipped_lines += s.skipped_lines
 
     def rows(self, by: GroupBy) -> list[tuple[str, Totals]]:
         """One row per group, most expensive first (then by name)."""

@@ -16,11 +16,10 @@ from cachediag.analysis.session import SessionAnalysis
 from cachediag.cli.captures import capture_join, captures_option
 from cachediag.cli.common import (
     EPOCH,
-    CachediagError,
     Progress,
     emit_json,
+    finish_reading,
     pricing_option,
-    report_issues,
     stderr_progress,
 )
 from cachediag.cli.window import Bound, Window, resolve_window, window_options, zone_or_local
@@ -76,10 +75,12 @@ def analyze(
     folders, project folders or a whole projects tree, or request logs (claude-trace and
     other request/response captures, API responses, OpenAI usage, cachediag records).
     With no PATHS, a log piped on stdin is read ('-' names stdin explicitly); otherwise,
-    or when the pipe is empty,
-    all of ~/.claude/projects (or $CLAUDE_CONFIG_DIR/projects). --since/--until keep the
-    sessions with a request in that window (each is still analysed whole). Several
-    sessions are shown oldest first, with a totals line.
+    or when the pipe is empty, all of ~/.config/claude/projects and ~/.claude/projects
+    (or each dir of $CLAUDE_CONFIG_DIR, comma-separated, + /projects). A session found in
+    several places (copies, backups, two config dirs) is one session, each response
+    counted once; files that cannot be read are named on stderr and the rest is read.
+    --since/--until keep the sessions with a request in that window (each is still
+    analysed whole). Several sessions are shown oldest first, with a totals line.
 
     \b
     Examples:
@@ -143,17 +144,13 @@ def analyze(
             console.print()
             for part in totals_lines(totals, width=console.width):
                 console.print(part, soft_wrap=True)
-        if not shown and not run.errors:
+        if not shown and not run.errors and not run.unreadable:
             click.echo(
                 "No sessions found." if window.open else "No sessions in that window.", err=True
             )
     if progress:
         progress.close()
-    report_issues(run.issues)
-    if run.errors:
-        for message in run.errors[:-1]:
-            click.echo(f"Error: {message}", err=True)
-        raise CachediagError(run.errors[-1])
+    finish_reading(run.issues, run.unreadable, run.errors, run.nothing_read)
 
 
 @dataclass(slots=True, frozen=True)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from cachediag.cli.common import CachediagError, emit_json, pricing_option, report_issues
+from cachediag.cli.common import emit_json, finish_reading, pricing_option
 from cachediag.cli.window import Bound, Window, resolve_window, window_options, zone_or_local
 
 if TYPE_CHECKING:
@@ -151,12 +151,9 @@ def read_audit(
 
 
 def report_run_errors(run: AuditRun[Any]) -> None:
-    """Skipped lines on stderr, then the run's errors (the last one fails the command)."""
-    report_issues(run.issues)
-    if run.errors:
-        for message in run.errors[:-1]:
-            click.echo(f"Error: {message}", err=True)
-        raise CachediagError(run.errors[-1])
+    """Skipped lines and unreadable paths on stderr, then the run's errors (the last one
+    fails the command, as does a run where nothing could be read)."""
+    finish_reading(run.issues, run.unreadable, run.errors, run.nothing_read)
 
 
 @click.command()
@@ -200,8 +197,9 @@ def audit(
     """Cost audit: totals, breakdowns, the most expensive misses and a TTL what-if.
 
     PATHS are transcripts, session or project folders, or request logs ('-': stdin);
-    default: a log piped on stdin, else all Claude Code history (~/.claude/projects or
-    $CLAUDE_CONFIG_DIR/projects). Prices come from the bundled
+    default: a log piped on stdin, else all Claude Code history (~/.config/claude/projects
+    and ~/.claude/projects, or each dir of $CLAUDE_CONFIG_DIR), each response counted once
+    however many copies hold it. Prices come from the bundled
     genai-prices data unless --pricing names a file; a model without a price is shown
     as unpriced, never counted as $0.
 
@@ -232,6 +230,7 @@ def audit(
         run.pricing_source,
         since=iso_bound(window.since),
         until=iso_bound(window.until),
+        unreadable_files=len(run.unreadable),
     )
     if jq_filter is not None:
         emit_json([report.model_dump(mode="json")], jq_filter)
@@ -246,7 +245,7 @@ def audit(
 
         from cachediag.report.audit import audit_tables
 
-        if run.sessions_read == 0 and not run.errors:
+        if run.sessions_read == 0 and not run.errors and not run.unreadable:
             click.echo("No sessions found.", err=True)
         else:
             console = Console()

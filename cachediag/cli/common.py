@@ -12,7 +12,16 @@ import click
 from cachediag.errors import CachediagError
 from cachediag.model import LineIssue
 
-__all__ = ["EPOCH", "USD", "CachediagError", "emit_json", "pricing_option", "report_issues"]
+__all__ = [
+    "EPOCH",
+    "USD",
+    "CachediagError",
+    "emit_json",
+    "finish_reading",
+    "pricing_option",
+    "report_issues",
+    "report_unreadable",
+]
 
 
 class FiniteFloat(click.ParamType):  # type: ignore[type-arg]
@@ -85,6 +94,34 @@ def report_issues(issues: list[LineIssue]) -> None:
         extra = len(group) - MAX_LISTED_ISSUES
         more = f" (+{extra} more)" if extra > 0 else ""
         click.echo(f"cachediag: skipped {len(group)} {label}: {shown}{more}", err=True)
+
+
+MAX_LISTED_UNREADABLE = 20
+
+
+def report_unreadable(unreadable: list[LineIssue]) -> None:
+    """Name on stderr each file or folder that could not be read, and why."""
+    if not unreadable:
+        return
+    shown = "; ".join(f"{i.source}: {i.reason}" for i in unreadable[:MAX_LISTED_UNREADABLE])
+    extra = len(unreadable) - MAX_LISTED_UNREADABLE
+    more = f" (+{extra} more)" if extra > 0 else ""
+    click.echo(f"cachediag: could not read {len(unreadable)} path(s): {shown}{more}", err=True)
+
+
+def finish_reading(
+    issues: list[LineIssue], unreadable: list[LineIssue], errors: list[str], nothing_read: bool
+) -> None:
+    """What every batch command says after reading: skipped lines, unreadable paths, and
+    the errors (exit 1 for an error, or when paths were found and none could be read)."""
+    report_issues(issues)
+    report_unreadable(unreadable)
+    if nothing_read and not errors:
+        errors = [f"nothing could be read ({len(unreadable)} path(s) unreadable)"]
+    if errors:
+        for message in errors[:-1]:
+            click.echo(f"Error: {message}", err=True)
+        raise CachediagError(errors[-1])
 
 
 class Progress:

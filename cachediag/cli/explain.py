@@ -14,9 +14,10 @@ from cachediag.analysis.costs import ModelPrices
 from cachediag.analysis.session import SessionAnalysis
 from cachediag.cli.analyze import in_window
 from cachediag.cli.captures import capture_join, captures_option
-from cachediag.cli.common import CachediagError, emit_json, report_issues
+from cachediag.cli.common import CachediagError, emit_json, finish_reading, report_issues
 from cachediag.cli.stdin import piped_log
 from cachediag.cli.window import Bound, resolve_window, window_options, zone_or_local
+from cachediag.model import MAIN_STREAM
 
 
 def _prices_for(model: str | None, at: float) -> ModelPrices | None:
@@ -150,8 +151,8 @@ def explain(
     name = "stdin" if paths == [Path("-")] else (str(log) if log else "the history")
     run = Run(enrich=capture_join(captures_dir, no_captures))
     sessions = [s for s in run.sessions(paths, stdin, clock) if window.open or in_window(s, window)]
-    if run.errors:
-        raise CachediagError(run.errors[-1])
+    if run.errors or run.nothing_read:
+        finish_reading(run.issues, run.unreadable, run.errors, run.nothing_read)
     if not sessions:
         raise CachediagError(
             f"{name}: no session found" + ("" if window.open else " in that window")
@@ -171,6 +172,8 @@ def explain(
             err=True,
         )
     report_issues(session.log.issues)
+    if stream_id == MAIN_STREAM and not session.log.main_present and len(session.others) == 1:
+        stream_id = session.others[0].log.id  # a subagent's file named alone
     target = None
     for stream in session.streams:
         if message_id is not None:

@@ -1,15 +1,25 @@
-"""Where the logs are: a file, a session, a project folder or the whole projects tree."""
+"""Where the logs are: a file, a session, a project folder or the whole projects tree.
+
+A session is one session however many places hold it: the same session id in two
+config dirs, in copied project folders or in a backup is one ``SessionSource`` whose
+files are read together, each response once (formats.md §1).
+"""
 
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from cachediag.errors import InputError
 from cachediag.ingest.lines import BadLine, parse_line
 from cachediag.ingest.transcript import agent_kind
-from cachediag.model import StreamKind
+from cachediag.model import LineIssue, StreamKind
+
+_SESSION_NAME = re.compile(r"[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
+"""How Claude Code names a session's file: its session id."""
 
 
 @dataclass(slots=True)
@@ -29,8 +39,14 @@ class SessionSource:
     project: str | None = None
     explicit: bool = False
     """Named by the user on the command line (errors are then fatal, not warnings)."""
-    pin_main: bool = False
-    """Every line of ``main`` is the main stream (an agent file analysed on its own)."""
+    copies: list[Path] = field(default_factory=list)
+    """Other files holding the same main transcript (a backup, a copied project folder, a
+    second config dir): read with ``main``, each response once. ``agents`` may likewise
+    name one stream in several files."""
+    key: str = ""
+    """What makes two files one session: the session id, or the path when none is known."""
+    named: str | None = None
+    """The session id the lines of a file under another name give."""
 
     @property
     def source(self) -> str:
@@ -38,14 +54,35 @@ class SessionSource:
             return str(self.main)
         return str(self.agents[0].path.parent) if self.agents else self.session_id
 
+    @property
+    def mains(self) -> list[Path]:
+        return ([self.main] if self.main is not None else []) + self.copies
+
+    @property
+    def paths(self) -> list[Path]:
+        return [*self.mains, *(a.path for a in self.agents)]
+
 
 def claude_projects_dirs() -> list[Path]:
-    """``$CLAUDE_CONFIG_DIR/projects`` (comma-separated dirs allowed) or ``~/.claude/projects``."""
+    """Where Claude Code keeps its history, as ccusage reads it: each dir of
+    ``$CLAUDE_CONFIG_DIR`` (comma-separated) when set, else both
+    ``$XDG_CONFIG_HOME/claude`` (``~/.config/claude``) and ``~/.claude``; ``projects``
+    below each. The same folder named twice (or through a link) is listed once."""
     configured = os.environ.get("CLAUDE_CONFIG_DIR", "").strip()
-    bases = [Path(p).expanduser() for p in configured.split(",") if p.strip()] if configured else []
+    bases = [Path(p.strip()).expanduser() for p in configured.split(",") if p.strip()]
     if not bases:
-        bases = [Path.home() / ".claude"]
-    return [base / "projects" for base in bases]
+        xdg = os.environ.get("XDG_CONFIG_HOME", "").strip()
+        config = Path(xdg).expanduser() if xdg else Path.home() / ".config"
+        bases = [config / "claude", Path.home() / ".claude"]
+    dirs: list[Path] = []
+    seen: set[Path] = set()
+    for base in bases:
+        projects = base / "projects"
+        real = projects.resolve()
+        if real not in seen:
+            seen.add(real)
+            dirs.append(projects)
+    return dirs
 
 
 def _agent_file(path: Path) -> AgentFile:
@@ -68,64 +105,203 @@ def first_session_id(path: Path) -> str | None:
     return None
 
 
-def sessions_in_dir(root: Path) -> list[SessionSource]:
-    """Every session below ``root``, subagent files attached to their parent session."""
-    sessions: dict[Path, SessionSource] = {}
+def only_sidechain_lines(path: Path) -> bool:
+    """True when every line of a transcript that says is a sidechain line: a subagent's
+    own file (2.1 ``subagents/agent-*.jsonl``, a 2.0 ``agent-*.jsonl``), whatever its name.
 
-    def session_at(folder: Path, session_id: str) -> SessionSource:
-        key = folder / session_id
-        found = sessions.get(key)
+    A byte search, for files named on the command line only: a main transcript says
+    ``false`` on its first lines, so only a subagent's (small) file is read to its end."""
+    seen_true = False
+    tail = b""
+    try:
+        with path.open("rb") as fp:
+            while block := fp.read(1 << 20):
+                data = tail + block
+                if b'"isSidechain":false' in data or b'"isSidechain": false' in data:
+                    return False
+                seen_true = (
+                    seen_true or b'"isSidechain":true' in data or (b'"isSidechain": true' in data)
+                )
+                tail = data[-32:]  # a needle cut by the chunk boundary
+    except OSError:
+        return False
+    return seen_true
+
+
+def _main_key(path: Path) -> tuple[str, str, str | None]:
+    """(key, session id, id its lines name) of a main transcript. A file named after a
+    session id is that session. Under another name, copies (same name, same id inside)
+    are one session, which ``Discovery.result`` joins to the session its lines name when
+    a file of that session was found too (a backup, a renamed copy)."""
+    if _SESSION_NAME.fullmatch(path.stem):
+        return path.stem, path.stem, None
+    named = first_session_id(path)
+    key = f"named:{path.name}\0{named}" if named else f"path:{path}"
+    return key, path.stem, named
+
+
+def _session_dir_key(folder: Path) -> tuple[str, str]:
+    """(key, session id) of the session a ``<session>/subagents`` folder belongs to: that
+    of the main transcript beside it, which may name another session in its lines."""
+    main = folder.parent / f"{folder.name}.jsonl"
+    if not _SESSION_NAME.fullmatch(folder.name) and main.is_file():
+        return _main_key(main)[:2]
+    return folder.name, folder.name
+
+
+OnError = Callable[[LineIssue], None]
+
+
+def jsonl_files(root: Path, on_error: OnError | None = None) -> list[Path]:
+    """Every regular ``*.jsonl`` file below ``root``, sorted; a folder that cannot be
+    listed is reported to ``on_error`` (``Path.rglob`` passes it over without a word).
+    Links to folders are not followed, so a tree with a loop ends."""
+    found: list[Path] = []
+    todo = [str(root)]
+    while todo:
+        folder = todo.pop()
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        todo.append(entry.path)
+                    elif entry.name.endswith(".jsonl") and entry.is_file():
+                        found.append(Path(entry.path))
+        except OSError as exc:
+            if on_error is not None:
+                reason = f"cannot read folder ({exc.strerror or exc})"
+                on_error(LineIssue(folder, 0, reason))
+    return sorted(found)
+
+
+@dataclass(slots=True)
+class Discovery:
+    """Sessions found so far, merged by session across every path of a run."""
+
+    on_error: OnError | None = None
+    sessions: dict[str, SessionSource] = field(default_factory=dict)
+    files: set[str] = field(default_factory=set)
+    """Every file taken, by real path: a path named twice (or inside another) is read once."""
+
+    def result(self) -> list[SessionSource]:
+        """The sessions found; a file under another name joins the session its lines name
+        when a file of that session was found too. Files that share a session id and
+        nothing else (hand-made examples often reuse one) stay apart."""
+        for key, src in list(self.sessions.items()):
+            if src.named is None or src.main is None:
+                continue
+            target = self.sessions.get(src.named)
+            if target is None or target is src:
+                continue
+            if target.main is None:
+                target.main = src.main
+            else:
+                target.copies.append(src.main)
+            target.copies.extend(src.copies)
+            target.agents.extend(src.agents)
+            target.explicit = target.explicit or src.explicit
+            del self.sessions[key]
+        return [s for s in self.sessions.values() if s.main is not None or s.agents]
+
+    def _new(self, real: str) -> bool:
+        if real in self.files:
+            return False
+        self.files.add(real)
+        return True
+
+    def _session(self, key: str, session_id: str, project: str | None) -> SessionSource:
+        found = self.sessions.get(key)
         if found is None:
-            main = folder / f"{session_id}.jsonl"
-            found = SessionSource(session_id, main if main.is_file() else None, project=folder.name)
-            sessions[key] = found
+            found = self.sessions[key] = SessionSource(session_id, None, project=project, key=key)
         return found
 
-    for path in sorted(root.rglob("*.jsonl")):
-        if not path.is_file():
-            continue
-        parts = path.relative_to(root).parts
-        if "subagents" in parts[:-1]:
-            # <project>/<session>/subagents/[workflows/...]/agent-<id>.jsonl
-            idx = len(parts) - 1 - parts[::-1].index("subagents")
-            session_dir = root.joinpath(*parts[:idx])
-            session_at(session_dir.parent, session_dir.name).agents.append(_agent_file(path))
-        elif path.name.startswith("agent-"):
-            # Claude Code 2.0 wrote agent files beside the sessions; the lines say whose.
-            parent = first_session_id(path) or path.stem
-            session_at(path.parent, parent).agents.append(_agent_file(path))
+    def add_main(self, path: Path, project: str, *, explicit: bool = False) -> SessionSource:
+        key, session_id, named = _main_key(path)
+        src = self._session(key, session_id, project)
+        src.named = named
+        if src.main is None:
+            src.main = path
         else:
-            session_at(path.parent, path.stem)
-    return [s for s in sessions.values() if s.main is not None or s.agents]
+            src.copies.append(path)
+        src.explicit = src.explicit or explicit
+        return src
+
+    def add_agent(self, path: Path, session_id: str, project: str | None) -> SessionSource:
+        src = self._session(session_id, session_id, project)
+        src.agents.append(_agent_file(path))
+        return src
+
+    def add_dir(self, root: Path) -> None:
+        # Only the root is resolved (once, not per file): the walk follows no links.
+        real_root = os.path.realpath(root)
+        for path in jsonl_files(root, self.on_error):
+            rel = path.relative_to(root)
+            if not self._new(os.path.join(real_root, rel)):
+                continue
+            parts = rel.parts
+            if "subagents" in parts[:-1]:
+                # <project>/<session>/subagents/[workflows/...]/agent-<id>.jsonl
+                idx = len(parts) - 1 - parts[::-1].index("subagents")
+                session_dir = root.joinpath(*parts[:idx])
+                key, session_id = _session_dir_key(session_dir)
+                src = self._session(key, session_id, session_dir.parent.name)
+                src.agents.append(_agent_file(path))
+            elif path.name.startswith("agent-"):
+                # Claude Code 2.0 wrote agent files beside the sessions; the lines say whose.
+                parent = first_session_id(path) or path.stem
+                self.add_agent(path, parent, path.parent.name)
+            else:
+                self.add_main(path, path.parent.name)
+
+    def add_file(self, path: Path) -> None:
+        """A file named by the user: a main transcript plus its ``<stem>/subagents``
+        folder, or a subagent's file on its own (a stream of the session it names)."""
+        if not self._new(os.path.realpath(path)):
+            return
+        project = path.resolve().parent.name
+        if only_sidechain_lines(path):
+            parent = first_session_id(path) or path.stem
+            self.add_agent(path, parent, project).explicit = True
+            return
+        src = self.add_main(path, project, explicit=True)
+        subagents = path.with_suffix("") / "subagents"
+        if subagents.is_dir():
+            for agent in jsonl_files(subagents, self.on_error):
+                if self._new(os.path.realpath(agent)):
+                    src.agents.append(_agent_file(agent))
+
+    def add_session_dir(self, path: Path) -> None:
+        """``<project>/<session>/`` named on its own: its main transcript sits beside it."""
+        main = path.parent / f"{path.name}.jsonl"
+        if main.is_file():
+            self.add_file(main)
+            return
+        for agent in jsonl_files(path, self.on_error):
+            if self._new(os.path.realpath(agent)):
+                self.add_agent(agent, path.name, path.parent.name)
 
 
-def sessions_for_file(path: Path) -> SessionSource:
-    """A file named by the user: a main transcript plus its ``<stem>/subagents`` folder."""
-    if "subagents" in path.parts[:-1] or path.name.startswith("agent-"):
-        # An agent file on its own: its requests are the conversation being asked about.
-        return SessionSource(
-            path.stem, path, explicit=True, project=path.resolve().parent.name, pin_main=True
-        )
-    source = SessionSource(path.stem, path, project=path.resolve().parent.name, explicit=True)
-    subagents = path.with_suffix("") / "subagents"
-    if subagents.is_dir():
-        source.agents = [_agent_file(p) for p in sorted(subagents.rglob("*.jsonl"))]
-    return source
-
-
-def discover(paths: list[Path]) -> list[SessionSource]:
-    found: list[SessionSource] = []
+def discover(paths: list[Path], on_error: OnError | None = None) -> list[SessionSource]:
+    """The sessions under ``paths``, each once however many of them hold it; folders that
+    cannot be listed go to ``on_error``."""
+    found = Discovery(on_error)
     for path in paths:
         if path.is_file():
-            found.append(sessions_for_file(path))
+            found.add_file(path)
         elif path.is_dir():
             if (path / "subagents").is_dir() and not any(path.glob("*.jsonl")):
-                # A session folder: its main transcript sits beside it.
-                found.extend(s for s in sessions_in_dir(path.parent) if s.session_id == path.name)
+                found.add_session_dir(path)
             else:
-                found.extend(sessions_in_dir(path))
+                found.add_dir(path)
         elif not path.exists():
             raise InputError(f"{path}: no such file or directory")
         else:
             raise InputError(f"{path}: not a regular file or directory")
-    return found
+    return found.result()
+
+
+def sessions_for_file(path: Path) -> SessionSource:
+    """The session of one file named on its own (with its subagents folder)."""
+    found = Discovery()
+    found.add_file(path)
+    return found.result()[0]

@@ -10,9 +10,12 @@ from cachediag.ingest.native import SCANNER
 
 WANTED: tuple[bytes, ...] = (b'"assistant"', b"compact_boundary")
 """Only lines holding one of these can carry a request or a rebuild."""
-WANTED_WITH_CHAINS: tuple[bytes, ...] = (*WANTED, b'"isSidechain":true')
-"""As ``WANTED``, plus the sidechain lines that link inline subagent chains (Claude Code
-writes compact JSON; each extra spelling costs one more pass over every file)."""
+COMPACT_SUMMARY = b"isCompactSummary"
+"""Claude Code 1.0.x wrote no boundary line: its compaction is the summary line itself."""
+WANTED_WITH_CHAINS: tuple[bytes, ...] = (*WANTED, b'"isSidechain":true', COMPACT_SUMMARY)
+"""As ``WANTED``, plus what only 1.0.x files need: the sidechain lines that link inline
+subagent chains and the compaction summaries (Claude Code writes compact JSON; each
+extra spelling costs one more pass over every file)."""
 
 
 def needles_for(head: list[bytes], follow_chains: bool) -> tuple[bytes, ...]:
@@ -20,10 +23,11 @@ def needles_for(head: list[bytes], follow_chains: bool) -> tuple[bytes, ...]:
     re-serialised with spaces must still link its inline sidechains."""
     if not follow_chains or _written_by_v2_or_later(head):
         # Since 2.0, subagents have files of their own and inline sidechain lines carry an
-        # agentId: no chain needs linking, and one pass over the file is saved.
+        # agentId: no chain needs linking, a compaction writes its boundary line, and two
+        # passes over the file are saved.
         return WANTED
     if any(b'"isSidechain": ' in raw for raw in head):
-        return (*WANTED, b'"isSidechain": true')
+        return (*WANTED, b'"isSidechain": true', COMPACT_SUMMARY)
     return WANTED_WITH_CHAINS
 
 

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-from cachediag.errors import InputError, NotALogError
+from cachediag.errors import NotALogError
 from cachediag.ingest.detect import CLAUDE_CODE, SNIFF_LINES, detect_format
-from cachediag.ingest.discover import SessionSource
+from cachediag.ingest.discover import AgentFile, SessionSource
 from cachediag.ingest.lines import BadLine, parse_numbered, scan_lines
 from cachediag.ingest.needles import needles_for
 from cachediag.ingest.transcript import (
@@ -37,7 +37,8 @@ def _matching_lines(
 
 
 def _feed_file(reader: TranscriptReader, path: Path, session: SessionLog, *, strict: bool) -> bool:
-    """Feed one file to ``reader``; False when it is not a log (and ``strict`` is off)."""
+    """Feed one file to ``reader``; False when it is not a log (and ``strict`` is off) or
+    cannot be read (then listed in ``session.unreadable``: the run goes on without it)."""
     source = str(path)
     try:
         with path.open("rb") as fp:
@@ -57,12 +58,21 @@ def _feed_file(reader: TranscriptReader, path: Path, session: SessionLog, *, str
                 except BadLine as exc:
                     session.issues.append(LineIssue(source, number, str(exc)))
     except OSError as exc:
-        raise InputError(f"{source}: cannot read ({exc.strerror or exc})") from exc
+        session.unreadable.append(LineIssue(source, 0, unreadable_reason(exc)))
+        return False
     return True
 
 
+def unreadable_reason(exc: OSError) -> str:
+    """Why a file could not be read, in a few words (a vanished file says so)."""
+    if isinstance(exc, FileNotFoundError):
+        return "vanished before it could be read"
+    return f"cannot read ({exc.strerror or exc})"
+
+
 def _read_request_log_file(src: SessionSource, path: Path) -> list[SessionLog] | None:
-    """A capture, usage log or export named on its own; ``None`` when it is a transcript."""
+    """A capture, usage log or export named on its own; ``None`` when it is a transcript
+    (or cannot be opened: the transcript reader then reports it)."""
     from cachediag.ingest.requestlog import read_request_logs
 
     source = str(path)
@@ -78,8 +88,8 @@ def _read_request_log_file(src: SessionSource, path: Path) -> list[SessionLog] |
             if fmt == CLAUDE_CODE:
                 return None
             logs = read_request_logs(fmt, lines, source, src.session_id, path)
-    except OSError as exc:
-        raise InputError(f"{source}: cannot read ({exc.strerror or exc})") from exc
+    except OSError:
+        return None
     for log in logs:
         log.project = log.project or src.project
     return logs
@@ -88,17 +98,52 @@ def _read_request_log_file(src: SessionSource, path: Path) -> list[SessionLog] |
 Claims = dict[tuple[str, str | None], str]
 
 
+def _largest_first(paths: list[Path]) -> list[Path]:
+    """Copies of one file, the most complete (largest) first: its lines number the
+    records; an earlier backup then adds nothing, and ties keep the order found."""
+    if len(paths) < 2:
+        return paths
+
+    def size(path: Path) -> int:
+        try:
+            return path.stat().st_size
+        except OSError:
+            return -1
+
+    return sorted(paths, key=lambda p: -size(p))
+
+
+def _feed_copies(
+    reader: TranscriptReader, paths: list[Path], session: SessionLog, *, strict: bool
+) -> tuple[bool, set[str]]:
+    """Feed every copy of one file to the same reader, so that each response counts once.
+
+    Returns whether any copy was a readable log, and the streams a later copy added to
+    (their items are then put back in time order)."""
+    readable = False
+    grown: set[str] = set()
+    for i, path in enumerate(_largest_first(paths)):
+        before = {sid: len(s.items) for sid, s in session.streams.items()}
+        readable = _feed_file(reader, path, session, strict=strict) or readable
+        if i:
+            grown.update(
+                sid for sid, s in session.streams.items() if len(s.items) > before.get(sid, 0)
+            )
+    return readable, grown
+
+
 def read_session(src: SessionSource, claimed: Claims | None = None) -> SessionLog:
-    """Read one session; ``claimed`` is shared across the sessions of a project so that a
-    response copied into a continued session's file counts once, in the first file read.
-    (A file holding several sessions gives its first: see ``read_sessions``.)"""
+    """Read one session, every copy of each of its files; ``claimed`` is shared across the
+    sessions of a project so that a response copied into a continued session's file
+    counts once, in the first file read. (A file holding several sessions gives its
+    first: see ``read_sessions``.)"""
     return read_sessions(src, claimed)[0]
 
 
 def read_sessions(src: SessionSource, claimed: Claims | None = None) -> list[SessionLog]:
     """The sessions of one source: one, except for an OpenTelemetry export, which holds
     a session per ``session.id``."""
-    if src.main is not None and not src.agents:
+    if src.main is not None and not src.agents and not src.copies:
         logs = _read_request_log_file(src, src.main)
         if logs is not None:
             return logs
@@ -107,19 +152,33 @@ def read_sessions(src: SessionSource, claimed: Claims | None = None) -> list[Ses
 
 def _read_transcript_session(src: SessionSource, claimed: Claims | None) -> SessionLog:
     session = SessionLog(src.session_id, src.source, FORMAT, project=src.project)
-    if src.main is not None:
-        pinned = (MAIN_STREAM, StreamKind.MAIN) if src.pin_main else None
-        reader = TranscriptReader(session, str(src.main), file_stream=pinned, claimed=claimed)
-        session.stream(MAIN_STREAM, StreamKind.MAIN, source=str(src.main))
-        session.main_unreadable = not _feed_file(reader, src.main, session, strict=src.explicit)
-    else:
-        session.stream(MAIN_STREAM, StreamKind.MAIN)
+    mains = src.mains
+    session.main_present = bool(mains)
+    session.stream(MAIN_STREAM, StreamKind.MAIN, source=str(src.main) if mains else None)
+    grown: set[str] = set()
+    if mains:
+        reader = TranscriptReader(session, str(mains[0]), claimed=claimed)
+        strict = src.explicit and len(mains) == 1
+        readable, grown = _feed_copies(reader, mains, session, strict=strict)
+        session.main_unreadable = not readable
+        # A main file that could not be read at all: its conversation is not known.
+        session.main_present = len(session.unreadable) < len(mains)
+    agents: dict[str, list[AgentFile]] = {}
     for agent in src.agents:
-        session.stream(agent.stream_id, agent.kind, source=str(agent.path))
+        agents.setdefault(agent.stream_id, []).append(agent)
+    for stream_id, files in agents.items():
+        kind = files[0].kind
+        session.stream(stream_id, kind, source=str(files[0].path))
         reader = TranscriptReader(
-            session, str(agent.path), file_stream=(agent.stream_id, agent.kind), claimed=claimed
+            session, str(files[0].path), file_stream=(stream_id, kind), claimed=claimed
         )
-        _feed_file(reader, agent.path, session, strict=False)
+        unreadable = len(session.unreadable)
+        grown |= _feed_copies(reader, [f.path for f in files], session, strict=False)[1]
+        if len(session.unreadable) - unreadable == len(files):
+            del session.streams[stream_id]  # no file of it could be read: not a stream
+    for stream_id in grown:
+        # A copy held responses the first did not (two diverging backups): time order.
+        session.streams[stream_id].items.sort(key=lambda item: item.at)
     return session
 
 

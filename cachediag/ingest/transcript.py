@@ -38,6 +38,22 @@ _BOUNDARIES = {
 }
 
 
+def rebuild_announced(obj: JsonObject) -> RebuildKind | None:
+    """The rebuild a transcript line announces, if any (formats.md §1): a
+    ``compact_boundary`` / ``microcompact_boundary`` system line, or Claude Code 1.0.x's
+    compaction, which wrote no boundary: the ``isCompactSummary`` user line that starts a
+    new chain (``parentUuid`` null). Later versions point that line at their boundary.
+
+    Every reader of transcripts (analyze, audit, status line, watch) asks this."""
+    kind = obj.get("type")
+    if kind == "system":
+        subtype = obj.get("subtype")
+        return _BOUNDARIES.get(subtype) if isinstance(subtype, str) else None
+    if kind == "user" and obj.get("isCompactSummary") is True and obj.get("parentUuid") is None:
+        return RebuildKind.COMPACTION
+    return None
+
+
 def wanted_line(raw: bytes) -> bool:
     return any(needle in raw for needle in WANTED)
 
@@ -93,6 +109,10 @@ class TranscriptReader:
     of the old session's responses, does not count them a second time."""
     replayed: set[tuple[str, str | None]] = field(default_factory=set)
     sidechain_roots: dict[str, str] = field(default_factory=dict)
+    announced: set[str] = field(default_factory=set)
+    """Rebuild lines read (by uuid), so that a copy of the file does not announce twice."""
+    errors_seen: set[str] = field(default_factory=set)
+    """API error lines counted (by uuid), once however many copies hold them."""
     owner: str = field(init=False, repr=False, compare=False, default="")
     """This file's mark in ``claimed``: built once, not per line."""
 
@@ -104,11 +124,12 @@ class TranscriptReader:
         kind = obj.get("type")
         if kind == "assistant":
             return self._assistant(obj, line)
-        if kind == "system" and obj.get("subtype") in _BOUNDARIES:
+        rebuild = rebuild_announced(obj)
+        if rebuild is not None and self._first_time(obj, rebuild):
             stream = self._stream_of(obj)
             event = RebuildAnnounced(
                 at=parse_timestamp(obj.get("timestamp")),
-                kind=_BOUNDARIES[obj["subtype"]],
+                kind=rebuild,
                 stream=stream.id,
                 line=line,
             )
@@ -117,13 +138,26 @@ class TranscriptReader:
         self.note_line(obj)
         return None
 
+    def _first_time(self, obj: JsonObject, kind: RebuildKind) -> bool:
+        """False for a line already read from another copy of this file."""
+        uuid = obj.get("uuid")
+        key = uuid if isinstance(uuid, str) else f"{obj.get('timestamp')}\0{kind.value}"
+        if key in self.announced:
+            return False
+        self.announced.add(key)
+        return True
+
     def _assistant(self, obj: JsonObject, line: int) -> RequestRecord | None:
         message = obj.get("message")
         if not isinstance(message, dict):
             raise BadLine("assistant line without a message object")
         model = message.get("model")
         if model == "<synthetic>" or obj.get("isApiErrorMessage") is True:
-            self.session.api_errors += 1
+            uuid = obj.get("uuid")
+            if not isinstance(uuid, str) or uuid not in self.errors_seen:
+                self.session.api_errors += 1
+                if isinstance(uuid, str):
+                    self.errors_seen.add(uuid)
             return None
         usage = message.get("usage")
         if not isinstance(usage, dict):

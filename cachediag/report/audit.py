@@ -103,6 +103,12 @@ class AuditReport(_Strict):
     whatif_by_session: list[SessionWhatIf]
     unpriced_models: list[str]
     skipped_lines: int
+    """Lines skipped in the sessions read: the sum of analyze's ``skipped_lines``."""
+    empty_sessions: int = 0
+    """Sessions read that have no request in the range (analyze prints them too)."""
+    unreadable_files: int = 0
+    """Files and folders that could not be read (vanished, no permission); each is named
+    on stderr and the rest is audited."""
 
 
 def group_row(key: str, t: Totals) -> GroupRow:
@@ -163,6 +169,7 @@ def build_report(
     pricing_source: str,
     since: str | None = None,
     until: str | None = None,
+    unreadable_files: int = 0,
 ) -> AuditReport:
     firsts = [s.first_at for s in audit.sessions if s.first_at is not None]
     lasts = [s.last_at for s in audit.sessions if s.last_at is not None]
@@ -185,6 +192,8 @@ def build_report(
         ],
         unpriced_models=sorted(audit.unpriced_models),
         skipped_lines=audit.skipped_lines,
+        empty_sessions=audit.empty_sessions,
+        unreadable_files=unreadable_files,
     )
 
 

@@ -118,8 +118,12 @@ class Request(BaseModel):
     reprocessed_tokens: int
     announced: Literal["compaction", "microcompaction", "context_edit"] | None
     line: int | None
-    tools_added: list[str] | None = None
-    tools_removed: list[str] | None = None
+    tools_added: int | None = None
+    """How many tools the miss's request added (a count, as in ``last_miss_cause``)."""
+    tools_removed: int | None = None
+    tools_added_names: list[str] | None = None
+    """The added tools' names."""
+    tools_removed_names: list[str] | None = None
     tools_changed: list[str] | None = None
     system_char_delta: int | None = None
     system_blocks_changed: list[int] | None = None
@@ -163,13 +167,17 @@ class Session(BaseModel):
 
     model_config = Strict
 
-    schema_version: Literal[1]
+    schema_version: Literal[2]
+    """2: request ``tools_added`` / ``tools_removed`` became counts (names in
+    ``*_names``), ``prompt_cache`` may be null, ``unreadable_files`` is new."""
     session_id: str
     source: str
     format: str
     project: str | None
-    prompt_cache: PromptCache
-    """The main conversation."""
+    prompt_cache: PromptCache | None
+    """The main conversation; null when only subagent files of the session were read
+    (a subagent's file named alone, a subagents folder without its session): each
+    stream in ``streams`` carries its own."""
     streams: list[Stream]
     """Subagents, compaction agents, inline sidechains, side calls."""
     totals: Totals
@@ -180,6 +188,9 @@ class Session(BaseModel):
     """Responses found again in another file of the run (a continued session's copy of
     its history), counted once, in the first session that has them."""
     skipped_lines: int
+    unreadable_files: int
+    """Files of this session that could not be read (vanished, no permission); each is
+    named on stderr and the rest of the session is read."""
     cost: SessionCost | None = None
     requests: list[Request] | None = None
 

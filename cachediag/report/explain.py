@@ -18,7 +18,13 @@ def explanation_dict(ex: Explanation, source: str) -> dict[str, Any]:
     d = ex.changed
     changes: dict[str, Any] = {}
     if d is not None:
-        for key in ("tools_added", "tools_removed", "tools_changed", "system_blocks_changed"):
+        for key in ("tools_added", "tools_removed"):
+            value = getattr(d, key)
+            if value:
+                # A count under the contract's name (as in requests and the object).
+                changes[key] = len(value)
+                changes[f"{key}_names"] = list(value)
+        for key in ("tools_changed", "system_blocks_changed"):
             value = getattr(d, key)
             if value:
                 changes[key] = list(value)

@@ -23,7 +23,10 @@ from cachediag.analysis.summary import PromptCache
 if TYPE_CHECKING:  # annotations only: the status line imports this module on its own
     from cachediag.analysis.session import SessionAnalysis, StreamAnalysis
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: a request's ``tools_added`` / ``tools_removed`` are counts, as in ``prompt_cache``
+(names in ``tools_added_names`` / ``tools_removed_names``); ``prompt_cache`` is null when
+the input holds only subagent files of the session; ``unreadable_files``."""
 
 
 def prompt_cache_dict(pc: PromptCache) -> dict[str, Any]:
@@ -58,10 +61,13 @@ def _details(entry: LedgerEntry) -> dict[str, Any]:
     d = entry.diagnosis
     out: dict[str, Any] = {}
     if d is not None:
+        # Counts under the contract's names, as in ``last_miss_cause``; names beside them.
         if d.tools_added is not None:
-            out["tools_added"] = list(d.tools_added)
+            out["tools_added"] = len(d.tools_added)
+            out["tools_added_names"] = list(d.tools_added)
         if d.tools_removed is not None:
-            out["tools_removed"] = list(d.tools_removed)
+            out["tools_removed"] = len(d.tools_removed)
+            out["tools_removed_names"] = list(d.tools_removed)
         if d.tools_changed:
             out["tools_changed"] = list(d.tools_changed)
         if d.system_char_delta is not None:
@@ -199,7 +205,9 @@ def session_dict(
         "source": log.source,
         "format": log.format,
         "project": log.project,
-        "prompt_cache": prompt_cache_dict(a.main.prompt_cache),
+        # Null when only subagent files of the session were read: a main conversation of
+        # zero requests would claim a session that never ran.
+        "prompt_cache": prompt_cache_dict(a.main.prompt_cache) if log.main_present else None,
         "streams": [
             _stream_dict(
                 s,
@@ -214,6 +222,7 @@ def session_dict(
         "replayed_responses": log.replayed_responses,
         "non_model_calls": log.non_model_calls,
         "skipped_lines": len(log.issues),
+        "unreadable_files": len(log.unreadable),
     }
     if costs is not None:
         out["cost"] = {

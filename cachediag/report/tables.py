@@ -183,7 +183,12 @@ def session_report(
     parts: list[RenderableType] = [
         text_lines([f"Session {log.session_id}"], width, style="bold"),
         text_lines([p for p in where if p], width, indent="  ", style="dim"),
-        text_lines(summary_parts("main", a.main.prompt_cache), width),
+        text_lines(summary_parts("main", a.main.prompt_cache), width)
+        if log.main_present
+        else text_lines(
+            [f"Subagent file(s) of session {log.session_id}", "main conversation not in the input"],
+            width,
+        ),
     ]
     if price_of is not None:
         parts.append(text_lines(cost_line(a, price_of, pricing_source).split(" · "), width))
@@ -202,6 +207,8 @@ def session_report(
         notes.append(f"{log.replayed_responses} response(s) counted in an earlier session's file")
     if log.issues:
         notes.append(f"{len(log.issues)} line(s) skipped")
+    if log.unreadable:
+        notes.append(f"{len(log.unreadable)} file(s) could not be read")
     if notes:
         parts.append(text_lines(notes, width, indent="  ", style="dim"))
     return parts
