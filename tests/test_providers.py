@@ -78,14 +78,24 @@ EXPECTED: dict[str, tuple[str, str, list[str], str | None, dict[str, Any]]] = {
         "miss",
         ["tools_changed"],
         "inferred",
-        {"tools_added": ["web_fetch"], "tools_removed": ["list_dir"]},
+        {
+            "tools_added": 1,
+            "tools_removed": 1,
+            "tools_added_names": ["web_fetch"],
+            "tools_removed_names": ["list_dir"],
+        },
     ),
     "chat_tools_changed": (
         CAPTURE,
         "miss",
         ["tools_changed"],
         "inferred",
-        {"tools_added": ["web_fetch"], "tools_removed": ["list_dir"]},
+        {
+            "tools_added": 1,
+            "tools_removed": 1,
+            "tools_added_names": ["web_fetch"],
+            "tools_removed_names": ["list_dir"],
+        },
     ),
     # Nothing changed, 10 s idle: the clock cannot explain it.
     "chat_likely_server_side": (CAPTURE, "miss", ["likely_server_side"], "inferred", {}),
@@ -139,7 +149,7 @@ EXPECTED: dict[str, tuple[str, str, list[str], str | None, dict[str, Any]]] = {
         "miss",
         ["tools_changed"],
         "server",
-        {"server_causes": ["tools_changed"], "tools_added": ["web_fetch"]},
+        {"server_causes": ["tools_changed"], "tools_added": 1, "tools_added_names": ["web_fetch"]},
     ),
     "diag_text_format_changed": (
         CAPTURE,
