@@ -126,7 +126,7 @@ EXPECTED: dict[str, tuple[str, str, list[str], str | None, dict[str, Any]]] = {
         "miss",
         ["tools_changed"],
         "inferred",
-        {"tools_added": ["web_fetch"]},
+        {"tools_added": 1, "tools_added_names": ["web_fetch"]},
     ),
     "responses_chained_model_changed": (CAPTURE, "miss", ["model_changed"], "inferred", {}),
     # The server's own diagnostics (GPT-5.6+), with the bodies agreeing.
