@@ -222,3 +222,23 @@ def test_title_is_escaped() -> None:
     html, _ = make_report("--title", "<b>costs</b> & more", str(SPOTTER_SESSION))
     assert "<title>&lt;b&gt;costs&lt;/b&gt; &amp; more</title>" in html
     assert "<b>costs</b>" not in html
+
+
+@pytest.mark.parametrize(("zone", "label"), [("UTC", "UTC"), ("Europe/Paris", "CET")])
+def test_days_follow_the_timezone(zone: str, label: str) -> None:
+    _, data = make_report("--timezone", zone, str(REAL / "spotter"))
+    assert data["overview"]["days_in"] == label
+    result = CliRunner().invoke(
+        main,
+        [
+            "audit",
+            "--json",
+            "--no-progress",
+            "--by",
+            "day",
+            "--timezone",
+            zone,
+            str(REAL / "spotter"),
+        ],
+    )
+    assert data["overview"]["by_day"] == json.loads(result.stdout)["groups"]

@@ -12,6 +12,7 @@ import importlib.util
 import io
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -109,6 +110,7 @@ def test_renders_without_console_errors(spotter: Opened) -> None:
     assert spotter.errors() == []
     assert spotter.page.locator("#timeline canvas").count() >= 1
     assert spotter.page.locator("#recommendation").inner_text().startswith("Recommendation: ")
+    assert re.fullmatch(r"Spend by day \(\S+\)", spotter.page.locator("#day-title").inner_text())
 
 
 def test_screenshot_is_not_blank(spotter: Opened) -> None:

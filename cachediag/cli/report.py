@@ -71,6 +71,7 @@ def report(
       cachediag report session.jsonl --output - > session.html
     """
     from cachediag import __version__
+    from cachediag.report.clock import zone_label
     from cachediag.report.html.data import SessionPage, page_data
     from cachediag.report.html.page import render_page
 
@@ -89,6 +90,7 @@ def report(
         since=iso_bound(window.since),
         until=iso_bound(window.until),
         generator=f"cachediag {__version__}",
+        days_in=zone_label(display, min((p["first_at"] or 0.0) for p in pages)),
     )
     text = render_page(data, title)
     if output == "-":

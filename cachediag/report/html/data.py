@@ -235,9 +235,11 @@ def page_data(
     since: str | None = None,
     until: str | None = None,
     generator: str = "",
+    days_in: str = "UTC",
 ) -> PageDict:
     """Everything the page shows. The ``timelines`` most expensive sessions keep every
-    request; the others keep their summary and miss table, so the file stays small."""
+    request; the others keep their summary and miss table, so the file stays small.
+    ``days_in`` names the zone the audit's days begin in (``--timezone``)."""
     order = sorted(sessions, key=lambda p: (p["first_at"] or 0.0, p["session_id"]))
 
     def cost(p: PageDict) -> float:
@@ -247,7 +249,7 @@ def page_data(
     keep = {id(p) for p in sorted(order, key=cost, reverse=True)[:timelines]}
     return {
         "generator": generator,
-        "overview": overview(audit, pricing_source, since, until),
+        "overview": {**overview(audit, pricing_source, since, until), "days_in": days_in},
         "sessions": [p if id(p) in keep else without_timeline(p) for p in order],
         "timelines_omitted": max(0, len(order) - timelines),
     }

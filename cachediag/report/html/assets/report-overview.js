@@ -69,6 +69,7 @@
 
   function drawByDay() {
     var rows = OV.by_day;
+    document.getElementById("day-title").textContent = "Spend by day (" + OV.days_in + ")";
     var chart = newChart(document.getElementById("chart-day"));
     chart.setOption({
       animation: false,
@@ -78,7 +79,7 @@
         trigger: "axis", axisPointer: { type: "shadow" }, confine: true,
         formatter: function (ps) {
           var row = rows[ps[0].dataIndex];
-          return "<b>" + esc(row.key) + "</b> (UTC)<br>" + tokens(row.requests) + " requests<br>cost " +
+          return "<b>" + esc(row.key) + "</b> (" + esc(OV.days_in) + ")<br>" + tokens(row.requests) + " requests<br>cost " +
             usd(row.cost_usd) + "<br>misses " + tokens(row.misses) + ": " + usd(row.miss_cost_usd) +
             "<br>rebuilds " + tokens(row.expected_rebuilds) + ": " + usd(row.rebuild_cost_usd);
         }
