@@ -46,7 +46,9 @@ class Main(click.Group):
         try:
             return super().invoke(ctx)
         except CachediagError as exc:
-            raise click.ClickException(str(exc)) from exc
+            from cachediag.text import sanitize
+
+            raise click.ClickException(sanitize(str(exc), lines=True)) from exc
 
 
 @click.group(cls=Main, context_settings={"help_option_names": ["-h", "--help"]})

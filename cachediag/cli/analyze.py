@@ -117,13 +117,14 @@ def analyze(
         else:
             emit_json(map(json.loads, lines), jq_filter)
     else:
-        from rich.console import Console, RenderableType
+        from rich.console import RenderableType
 
         from cachediag.pricing import price_function, pricing_source
+        from cachediag.report.console import SafeConsole
         from cachediag.report.tables import SessionTotals, session_report, totals_lines
 
         price_of, source = price_function(pricing_file), pricing_source(pricing_file)
-        console = Console()
+        console = SafeConsole()
         shown: list[tuple[float, int, list[RenderableType]]] = []
         totals = SessionTotals()
         for a in run.sessions(path_list, stdin, clock):

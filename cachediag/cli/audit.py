@@ -238,16 +238,16 @@ def audit(
         click.echo(report.model_dump_json())
     elif as_csv:
         from cachediag.report.audit import report_csv
+        from cachediag.report.console import echo
 
-        click.echo(report_csv(report), nl=False)
+        echo(report_csv(report), nl=False)
     else:
-        from rich.console import Console
-
         from cachediag.report.audit import audit_tables
+        from cachediag.report.console import SafeConsole
 
         if run.sessions_read == 0 and not run.errors and not run.unreadable:
             click.echo("No sessions found.", err=True)
         else:
-            console = Console()
+            console = SafeConsole()
             console.print(audit_tables(report, zone=display, tokens=tokens, width=console.width))
     report_run_errors(run)

@@ -11,6 +11,7 @@ import click
 
 from cachediag.errors import CachediagError
 from cachediag.model import LineIssue
+from cachediag.text import sanitize
 
 __all__ = [
     "EPOCH",
@@ -76,8 +77,12 @@ def emit_json(objects: Iterable[Any], jq_filter: str | None) -> None:
         except ValueError as exc:
             raise CachediagError(f"--jq: {exc}") from exc
         for value in results:
-            # Like gh's --jq: strings print raw, everything else as JSON.
-            click.echo(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
+            # Like gh's --jq: strings print raw (but never an escape sequence from a log),
+            # everything else as JSON.
+            if isinstance(value, str):
+                click.echo(sanitize(value, lines=True))
+            else:
+                click.echo(json.dumps(value, ensure_ascii=False))
 
 
 def report_issues(issues: list[LineIssue]) -> None:
@@ -91,6 +96,7 @@ def report_issues(issues: list[LineIssue]) -> None:
             f"{i.source}:{i.line}: {i.reason}" if i.line else f"{i.source}: {i.reason}"
             for i in group[:MAX_LISTED_ISSUES]
         )
+        shown = sanitize(shown)
         extra = len(group) - MAX_LISTED_ISSUES
         more = f" (+{extra} more)" if extra > 0 else ""
         click.echo(f"cachediag: skipped {len(group)} {label}: {shown}{more}", err=True)

@@ -18,6 +18,7 @@ from cachediag.cli.common import CachediagError, emit_json, finish_reading, repo
 from cachediag.cli.stdin import piped_log
 from cachediag.cli.window import Bound, resolve_window, window_options, zone_or_local
 from cachediag.model import MAIN_STREAM
+from cachediag.text import sanitize
 
 
 def _prices_for(model: str | None, at: float) -> ModelPrices | None:
@@ -167,8 +168,10 @@ def explain(
     session = max(sessions, key=last_at)
     if len(sessions) > 1:
         click.echo(
-            f"cachediag: explaining the most recent of {len(sessions)} sessions: "
-            f"{session.log.session_id} ({session.log.source})",
+            sanitize(
+                f"cachediag: explaining the most recent of {len(sessions)} sessions: "
+                f"{session.log.session_id} ({session.log.source})"
+            ),
             err=True,
         )
     report_issues(session.log.issues)
@@ -209,6 +212,7 @@ def explain(
         return
     from rich.console import Console
 
+    from cachediag.report.console import echo
     from cachediag.report.layout import wrap_parts
 
     width = Console().width
@@ -216,7 +220,7 @@ def explain(
         indent = line[: len(line) - len(line.lstrip())]
         sep = " · " if " · " in line else "; "
         for part in wrap_parts(line.lstrip().split(sep), width, indent=indent, sep=sep):
-            click.echo(part)
+            echo(part)
 
 
 def last_at(a: SessionAnalysis) -> float:

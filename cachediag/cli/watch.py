@@ -162,9 +162,9 @@ class _Output:
         self.closed = False
         self.console: Any = None
         if not as_json:
-            from rich.console import Console
+            from cachediag.report.console import SafeConsole
 
-            self.console = Console(highlight=False)
+            self.console = SafeConsole(highlight=False)
 
     def _write(self, text: str) -> None:
         if self.closed:
