@@ -45,8 +45,10 @@ def read_settings(path: Path) -> Settings:
     if not path.exists():
         return {}
     try:
+        if not path.is_file():  # a FIFO would block the read
+            raise OSError("not a regular file")
         loaded = json.loads(path.read_text(encoding="utf-8") or "{}")
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise CachediagError(f"{path}: cannot read it as JSON ({exc}); not changed") from exc
     if not isinstance(loaded, dict):
         raise CachediagError(f"{path}: not a JSON object; not changed")
@@ -62,23 +64,41 @@ def edit_settings(path: Path, change: Callable[[Settings], Settings | None]) -> 
         return Edited(path, changed=False, backup=None)
     target = path.resolve() if path.is_symlink() else path
     backup = None
-    mode = 0o600
+    mode, owner = 0o600, None
     if target.exists():
-        mode = stat.S_IMODE(target.stat().st_mode)
+        st = target.stat()
+        mode, owner = stat.S_IMODE(st.st_mode), (st.st_uid, st.st_gid)
         backup = path.with_name(path.name + ".bak")
         if backup.is_symlink():
             backup.unlink()  # never write a backup through somebody's link
         shutil.copyfile(target, backup)
         os.chmod(backup, mode)
+        _give_back(backup, owner)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, mode)
+    tmp.unlink(missing_ok=True)  # a leftover of a killed run (or a planted link)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fp:
             os.fchmod(fp.fileno(), mode)  # the umask must not narrow or widen it
+            _give_back(tmp, owner, fp.fileno())
             fp.write(json.dumps(updated, indent=2) + "\n")
         os.replace(tmp, target)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
     return Edited(path, changed=True, backup=backup)
+
+
+def _give_back(path: Path, owner: tuple[int, int] | None, fd: int | None = None) -> None:
+    """Keep the old file's owner (possible only for root, e.g. ``sudo`` on another
+    user's settings; for everyone else the file is theirs already)."""
+    if owner is None or not hasattr(os, "chown"):
+        return
+    try:
+        if fd is not None:
+            os.fchown(fd, *owner)
+        else:
+            os.chown(path, *owner, follow_symlinks=False)
+    except PermissionError:
+        pass

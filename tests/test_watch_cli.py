@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -197,7 +198,9 @@ def read_event(proc: subprocess.Popen[str], timeout_s: float = 20) -> dict[str, 
     return loaded
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize(
+    "sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=["SIGTERM", "SIGINT", "SIGHUP"]
+)
 def test_signal_ends_with_a_summary_and_exit_0(tmp_path: Path, sig: signal.Signals) -> None:
     t = tmp_path / "s1.jsonl"
     write(t, THREE[:2])
@@ -258,3 +261,57 @@ def test_unusable_price_file_is_an_error_before_watching(session: tuple[Path, Pa
     assert result.exit_code == 1
     assert result.stderr.startswith(f"Error: {prices}: ")
     assert result.stdout == ""
+
+
+def _start_watch(tmp_path: Path, root: Path) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(tmp_path / "c")}
+    cmd = [sys.executable, "-m", "cachediag", "watch", "--json", "--from-start", str(root)]
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_root_deleted_and_recreated_is_followed_again(tmp_path: Path) -> None:
+    """Finding 6: the watch says the folder went, and re-attaches when it is back."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    write(root / "s1.jsonl", THREE[:1])
+    proc = _start_watch(tmp_path, root)
+    try:
+        assert [read_event(proc)["event"] for _ in range(2)] == ["session", "request"]
+        shutil.rmtree(root)
+        assert read_event(proc)["event"] == "removed"
+        time.sleep(0.6)  # the loop notices between two looks at its stop event
+        root.mkdir()
+        time.sleep(0.6)
+        write(root / "s2.jsonl", [assistant(7, T0, inp=10, read=0, write=3000)])
+        events = [read_event(proc) for _ in range(2)]
+        assert [(e["event"], e["session_id"]) for e in events] == [
+            ("session", "s2"),
+            ("request", "s2"),
+        ]
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0
+    assert f"{root} was removed; waiting for it to come back" in err
+    assert f"{root} is back; following it again" in err
+
+
+def test_fifo_moved_over_a_transcript_does_not_block(tmp_path: Path) -> None:
+    """Finding 6: a FIFO in a followed transcript's place is a removal, never an open()
+    that blocks (SIGTERM still ends the watch with its summary)."""
+    t = tmp_path / "s1.jsonl"
+    write(t, THREE[:2])
+    proc = _start_watch(tmp_path, tmp_path)
+    try:
+        assert [read_event(proc)["event"] for _ in range(3)] == ["session", "request", "request"]
+        fifo = tmp_path / "fifo"
+        os.mkfifo(fifo)
+        os.replace(fifo, t)
+        assert read_event(proc)["event"] == "removed"
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0 and json.loads(out)["event"] == "summary"
+    assert "Traceback" not in err

@@ -88,9 +88,10 @@ def statusline(
 @click.option("--force", is_flag=True, help="Replace a different status line already set.")
 def install(settings: Path | None, script: str | None, force: bool) -> None:
     """Write the statusLine entry into Claude Code's settings.json (keeps a .bak)."""
+    from cachediag.claude_settings import settings_path
     from cachediag.statusline import install as setup
 
-    path = setup.settings_path(settings)
+    path = settings_path(settings)
     command = setup.script_command(script, path) if script else setup.fast_command()
     done = setup.install(path, command, force=force)
     if not done.changed:

@@ -55,7 +55,7 @@ def watch(
     By default only what happens after the start is reported (earlier requests are read
     quietly, so the first new one is judged against its real predecessor); --from-start
     reports what the files already hold too, --once reports that and exits. Ctrl-C or
-    SIGTERM ends the watch with a summary per session (exit status 0).
+    SIGTERM or SIGHUP ends the watch with a summary per session (exit status 0).
 
     \b
     Examples:
@@ -97,14 +97,19 @@ def watch(
         from_start=from_start or once,
         stop=stop,
     )
-    previous = _on_signals(stop)
+    from cachediag.follow.source import Interrupted, Loop
+
+    loop = Loop()
+    previous = _on_signals(stop, loop)
     try:
         if once:
             follower.start()
         else:
             from cachediag.follow.source import WatchdogSource, run
 
-            run(follower, WatchdogSource(), stop)
+            run(follower, WatchdogSource(), stop, loop)
+    except Interrupted:
+        pass  # a signal while waiting: the summary follows
     finally:
         _restore(previous)
     out.summary(follower.summaries())
@@ -134,17 +139,23 @@ def _alert(event: Any, min_cost: float | None) -> bool:
     return min_cost is None or cost is None or cost >= min_cost
 
 
-def _on_signals(stop: threading.Event) -> dict[int, Any]:
-    """Ctrl-C and SIGTERM end the loop cleanly (summary, exit 0) instead of killing it."""
+def _on_signals(stop: threading.Event, loop: Any) -> dict[int, Any]:
+    """Ctrl-C, SIGTERM and SIGHUP (the terminal closed) end the loop cleanly (summary,
+    exit 0) instead of killing it; a loop that is only waiting is woken at once."""
+    from cachediag.follow.source import Interrupted
 
     def handler(signum: int, frame: FrameType | None) -> None:
         stop.set()
+        if loop.idle:
+            raise Interrupted
 
     previous: dict[int, Any] = {}
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
         # Not possible outside the main thread (a test running the command in a thread).
-        with contextlib.suppress(ValueError):
-            previous[sig] = signal.signal(sig, handler)
+        if sig is not None:
+            with contextlib.suppress(ValueError):
+                previous[sig] = signal.signal(sig, handler)
     return previous
 
 
@@ -172,7 +183,7 @@ class _Output:
         try:
             sys.stdout.write(text + "\n")
             sys.stdout.flush()
-        except BrokenPipeError:
+        except OSError:  # a closed pipe (| head) or a terminal gone (SIGHUP)
             self._close()
 
     def _close(self) -> None:
@@ -194,7 +205,7 @@ class _Output:
 
         try:
             self.console.print(event_line(event), soft_wrap=True)
-        except BrokenPipeError:
+        except OSError:  # a closed pipe (| head) or a terminal gone (SIGHUP)
             self._close()
 
     def summary(self, tallies: list[Any]) -> None:
@@ -211,5 +222,5 @@ class _Output:
             return
         try:
             print_summary(self.console, tallies)
-        except BrokenPipeError:
+        except OSError:  # a closed pipe (| head) or a terminal gone (SIGHUP)
             self._close()

@@ -32,11 +32,12 @@ from cachediag.follow.events import (
     Tally,
     WatchEvent,
 )
-from cachediag.follow.files import resumable, unchanged_since
+from cachediag.follow.files import change_of, unchanged_since
 from cachediag.follow.layout import Scope, files_below, session_of
 from cachediag.follow.session import LiveSession
 from cachediag.ingest.detect import CLAUDE_CODE, SNIFF_LINES, detect_format
 from cachediag.model import MAIN_STREAM, LineIssue, RequestRecord, StreamItem
+from cachediag.safefiles import open_regular
 
 RECENT_S = 3600.0
 """Sessions written to within this long before the start are read at the start (the
@@ -206,17 +207,20 @@ class Follower:
                 try:
                     st = os.stat(path)
                     if (st.st_dev, st.st_ino) == known[:2] and st.st_size >= known[2]:
-                        live.read(path, until=known[2])
+                        live.read(path, until=known[2], stop=self._stopping)
                 except OSError:
                     continue
         finally:
             tracked.quiet = False
 
+    def _stopping(self) -> bool:
+        return self.stop is not None and self.stop.is_set()
+
     def _read(self, tracked: Tracked, path: str) -> None:
         live = tracked.live
         assert live is not None
         saved = live.files.get(path)
-        if not os.path.exists(path):
+        if not os.path.isfile(path):  # deleted, or something else moved over it (a FIFO)
             if saved is not None and path not in tracked.gone:
                 tracked.gone.add(path)
                 self._report(tracked, FileRemoved(tracked.ref, self.clock(), path))
@@ -224,30 +228,22 @@ class Follower:
         if saved is not None:
             if unchanged_since(saved, path):
                 return
-            if not resumable(path, saved):
-                self._reset(tracked, path, saved)
+            why = change_of(path, saved)
+            if why == "gone":
+                return  # gone between the checks: the next event says so
+            if why is not None:
+                self._reset(tracked, path, why)
                 return
         if not self._is_log(path):
             return
         tracked.gone.discard(path)
         try:
-            live.read(path)
+            live.read(path, stop=self._stopping)
         except OSError:
             return  # gone between the check and the read: the next event says so
 
-    def _reset(self, tracked: Tracked, path: str, saved: dict[str, object]) -> None:
+    def _reset(self, tracked: Tracked, path: str, reason: str) -> None:
         """Read the whole session again; ``known`` keeps what was reported from repeating."""
-        try:
-            st = os.stat(path)
-            offset = saved.get("offset")
-            if (st.st_ino, st.st_dev) != (saved.get("ino"), saved.get("dev")):
-                reason = "replaced"
-            elif isinstance(offset, int) and st.st_size < offset:
-                reason = "truncated"
-            else:
-                reason = "rewritten"
-        except OSError:
-            return
         self._report(tracked, FileReset(tracked.ref, self.clock(), path, reason))
         tracked.gone.clear()
         self._logs.discard(path)
@@ -255,9 +251,9 @@ class Follower:
         tracked.live = self._live(tracked)
         main = tracked.ref.transcript
         for other in sorted(tracked.files, key=lambda p: (p != main, p)):
-            if os.path.exists(other) and self._is_log(other):
+            if os.path.isfile(other) and self._is_log(other):
                 try:
-                    tracked.live.read(other)
+                    tracked.live.read(other, stop=self._stopping)
                 except OSError:
                     continue
 
@@ -268,7 +264,7 @@ class Follower:
         if path in self._ignored:
             return False
         try:
-            with open(path, "rb") as fp:
+            with open_regular(path) as fp:
                 head = fp.read(SNIFF_BYTES)
         except OSError:
             return False

@@ -8,6 +8,7 @@ watcher for a mock). watchdog is imported only when a ``WatchdogSource`` opens.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import threading
@@ -33,14 +34,54 @@ class ChangeSource(Protocol):
     def close(self) -> None: ...
 
 
-def run(follower: Follower, source: ChangeSource, stop: threading.Event) -> None:
+class Interrupted(Exception):
+    """Raised by a signal handler while the loop is idle (``Loop.idle``): the wait ends
+    at once instead of at its next look at the stop event."""
+
+
+class Loop:
+    """What a signal handler may know about the loop: whether it is only waiting (so that
+    interrupting it loses nothing)."""
+
+    idle = False
+
+
+def run(
+    follower: Follower,
+    source: ChangeSource,
+    stop: threading.Event,
+    loop: Loop | None = None,
+    say: Any = None,
+) -> None:
     """Follow until ``stop`` is set; the source is watching before the first scan, so no
-    change between the two is lost."""
-    source.open(follower.folders())
+    change between the two is lost. A watched folder that is deleted is waited for; when
+    it is back, the source is opened again and the folder read (``say`` tells the user)."""
+    loop = loop or Loop()
+    tell = say or (lambda text: print(f"cachediag: {text}", file=sys.stderr, flush=True))
+    folders = follower.folders()
+    source.open(folders)
+    missing: set[str] = set()
     try:
         follower.start()
         while not stop.is_set():
-            changed = source.wait(STOP_CHECK_S)
+            try:
+                loop.idle = True
+                changed = source.wait(STOP_CHECK_S)
+            except Interrupted:
+                break
+            finally:
+                loop.idle = False
+            gone = {f for f in folders if not os.path.isdir(f)}
+            for folder in sorted(gone - missing):
+                tell(f"{folder} was removed; waiting for it to come back")
+            back = missing - gone
+            missing = gone
+            if back:
+                source.close()  # its watches went with the folder
+                source.open([f for f in folders if f not in gone])
+                for folder in sorted(back):
+                    tell(f"{folder} is back; following it again")
+                changed = {*changed, *back}
             if changed:
                 follower.changed(changed)
     finally:
@@ -88,6 +129,9 @@ class WatchdogSource:
         # watchdog warns when a folder is created together with its parent (mkdir -p) and
         # it sees it twice; it keeps one watch, which is all that is needed here.
         warnings.filterwarnings("ignore", "Callback with id", RuntimeWarning, "watchdog")
+        # Its inotify thread logs an error when a folder it watched goes away as it stops
+        # (a deleted root, or the end of the watch); the loop says what matters itself.
+        logging.getLogger("watchdog").addHandler(logging.NullHandler())
 
         # Opening and closing a file is not a change (and the follower's own reads would
         # otherwise wake it up again, for ever).
