@@ -326,6 +326,8 @@ def test_server_counts_are_kept_as_evidence() -> None:
     # The baseline's 13,000-token prompt: 10,000 reusable, 3,000 missed.
     assert evidence["server_missed_tokens"] == 3_000
     assert evidence["server_reusable_tokens"] == 10_000
+    result = CliRunner().invoke(main, ["explain", str(PROVIDERS / "diag_input_changed.jsonl")])
+    assert "server said: input_changed, 3,000 tokens not reused, 10,000 reusable" in result.stdout
 
 
 def test_records_carry_openai_dimensions_and_the_provider(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from datetime import UTC, tzinfo
 from typing import Any
 
 from cachediag.analysis.explain import Explanation
-from cachediag.analysis.ledger import Outcome
+from cachediag.analysis.ledger import LedgerEntry, Outcome
 from cachediag.report.clock import local_time
 from cachediag.report.serialize import SCHEMA_VERSION, request_dict
 from cachediag.report.tables import format_duration
@@ -105,6 +105,7 @@ def explanation_lines(ex: Explanation, zone: tzinfo = UTC) -> list[str]:
             )
     elif entry.outcome is Outcome.EXPECTED and entry.announced is not None:
         lines.append(f"  expected rebuild, announced by a {entry.announced.value}")
+    lines.extend(_server_counts(entry))
     gap = entry.gap_s if entry.gap_s is not None else 0.0
     since = ""
     if entry.announced is not None and ex.idle_s is not None and ex.idle_s != gap:
@@ -152,6 +153,17 @@ def _cost_lines(ex: Explanation) -> list[str]:
         f"{what} cost ${c.miss_usd:.4f} more",
         f"  prices: {c.prices_source}",
     ]
+
+
+def _server_counts(entry: LedgerEntry) -> list[str]:
+    """What the server itself counted (OpenAI's diagnostics, Anthropic's missed tokens)."""
+    ev = entry.evidence
+    if ev is None or ev.server_reason is None or ev.server_missed_tokens is None:
+        return []
+    reusable = ev.server_reusable_tokens
+    more = "" if reusable is None else f", {reusable:,} reusable"
+    missed = f"{ev.server_missed_tokens:,} tokens not reused"
+    return [f"  server said: {ev.server_reason}, {missed}{more}"]
 
 
 def _change_lines(ex: Explanation) -> list[str]:
