@@ -58,7 +58,7 @@ def test_planted_problems_are_found_exactly(path: Path) -> None:
         for e in expected
     ]
     found = _findings(path)
-    assert found.pop("main") == want
+    assert sorted(found.pop("main")) == sorted(want)
     # Side-call streams of these captures carry nothing to find.
     assert all(not f for f in found.values()), found
 
@@ -329,3 +329,16 @@ def test_fixtures_are_what_the_generator_writes(tmp_path: Path) -> None:
     subprocess.run([sys.executable, str(copy / "generate.py")], check=True)
     for path in sorted(PROMPT.glob("*.json*")):
         assert (copy / path.name).read_text() == path.read_text(), path.name
+
+
+def test_all_streams_lists_every_other_streams_findings() -> None:
+    result = _prompt(str(TRACE), "--all-streams", "--json")
+    assert result.exit_code == 0, result.output
+    report = PromptReport.model_validate(json.loads(result.stdout))
+    assert report.other_streams is not None
+    assert len(report.other_streams) == len(_session(TRACE).streams) - 1
+    kinds = {f.kind for s in report.other_streams for f in s.findings}
+    assert kinds == {"below_min_cacheable"}
+    view = _prompt(str(TRACE), "--all-streams")
+    assert "Other streams: 28, 26 with findings (details: --stream ID)" in view.stdout
+    assert all(len(line) <= 80 for line in view.stdout.splitlines())

@@ -22,8 +22,9 @@ from cachediag.analysis.breakdown import (
     Place,
     block_tokens,
     layout_of,
+    raw_tokens,
 )
-from cachediag.analysis.costs import ModelPrices, PriceFn, miss_cost_usd
+from cachediag.analysis.costs import ModelPrices, PriceFn
 from cachediag.analysis.ledger import MISS_READ_SHARE, LedgerEntry, Outcome
 from cachediag.analysis.minimums import cache_minimum
 from cachediag.model import TTL_SECONDS, Fingerprint, RequestRecord
@@ -101,6 +102,10 @@ class _Request:
             self._tokens = block_tokens(self.layout, self.record)
         return self._tokens
 
+    def block_total(self, pos: int) -> float:
+        t = self.tokens
+        return t.read[pos] + t.written[pos] + t.uncached[pos]
+
     def run_tokens(self, positions: range) -> float:
         t = self.tokens
         return sum(t.read[p] + t.written[p] + t.uncached[p] for p in positions)
@@ -135,12 +140,28 @@ class _Request:
             for i in positions
         )
 
-    def cache_alive_miss(self) -> bool:
-        e = self.entry
-        if e.outcome is not Outcome.MISS:
-            return False
-        ev = e.evidence
-        return ev is None or ev.gap_s < TTL_SECONDS.get(ev.ttl_in_force, 300.0)
+    def shortfall(self, prev: _Request) -> float:
+        """Tokens this request processed again although ``prev`` had left them in a live
+        cache (0 when it read what it could, or the cache had expired)."""
+        r, e = self.record, self.entry
+        could = min(prev.record.total_tokens, r.total_tokens)
+        if prev.record.cached_tokens <= 0 or r.cache_read_tokens >= MISS_READ_SHARE * could:
+            return 0.0
+        if e.gap_s is not None and e.gap_s >= TTL_SECONDS.get(prev.entry.ttl, 300.0):
+            return 0.0
+        return float(could - r.cache_read_tokens)
+
+    def rewrite_cost(self, tokens: float) -> float | None:
+        """What ``tokens`` processed again cost beyond reading them: written ones at the
+        write price, the rest at the input price."""
+        p, w = self.tier(), self.write_price()
+        if p is None or w is None:
+            return None
+        as_write = min(tokens, float(self.record.cache_creation_tokens))
+        as_input = tokens - as_write
+        return 1e-6 * (
+            as_write * (w - p.cache_read_mtok) + as_input * (p.input_mtok - p.cache_read_mtok)
+        )
 
 
 def _divergence(prev: _Request, cur: _Request) -> int | None:
@@ -204,10 +225,11 @@ class _Findings:
 def _check_pair(prev: _Request, cur: _Request, out: _Findings) -> None:
     index = cur.entry.index
     moved = _reordered(prev, cur)
+    short = cur.shortfall(prev)
+    miss = cur.entry.outcome is Outcome.MISS
     if moved is not None:
-        miss = cur.cache_alive_miss()
         t = out.tally(FindingKind.TOOLS_REORDERED, None, Place(TOOLS, moved), index)
-        t.add(cur.entry.reprocessed_tokens if miss else 0, _miss_cost(cur) if miss else 0.0, miss)
+        t.add(short, cur.rewrite_cost(short), miss)
         t.facts["tools"] = len(cur.fp.tools or ())
     d = _divergence(prev, cur)
     bps_prev = prev.layout.breakpoints
@@ -221,25 +243,39 @@ def _check_pair(prev: _Request, cur: _Request, out: _Findings) -> None:
         and d < len(cur.layout.prints)
         and prev.layout.place(d) == cur.layout.place(d)
     ):
-        miss = cur.cache_alive_miss()
         place = cur.layout.place(d)
         t = out.tally(FindingKind.VOLATILE_IN_PREFIX, place, place, index)
-        t.add(cur.entry.reprocessed_tokens if miss else 0, _miss_cost(cur) if miss else 0.0, miss)
+        t.add(short, cur.rewrite_cost(short), miss)
+        t.facts["broke"] = t.facts.get("broke", 0) + int(short > 0)
     minimum = _explicit(cur)
     if minimum is None:
         return
     common = len(prev.layout.prints) if d is None else d
-    bps = cur.layout.breakpoints
-    if bps and not cur.layout.automatic and common - 1 > bps[-1]:
-        run = range(bps[-1] + 1, common)
-        tokens = cur.run_tokens(run)
-        # A breakpoint moved to the end of the run only pays if that prefix can be cached.
-        if tokens >= MIN_BLOCK_TOKENS and cur.run_tokens(range(common)) >= minimum:
-            place = cur.layout.place(run.start)
-            t = out.tally(FindingKind.STABLE_AFTER_BREAKPOINT, place, place, index)
-            t.add(tokens, cur.input_over_read(tokens))
-            t.facts["blocks"] = max(t.facts.get("blocks", 0), len(run))
+    _check_stable_tail(prev, cur, minimum, out)
     _check_lookback(prev, cur, common, out)
+
+
+def _check_stable_tail(prev: _Request, cur: _Request, minimum: int, out: _Findings) -> None:
+    """Blocks after this request's last breakpoint that the previous request also sent
+    after its own: the same content paid as uncached input again."""
+    bps, bps_prev = cur.layout.breakpoints, prev.layout.breakpoints
+    if not bps or not bps_prev or cur.layout.automatic:
+        return
+    prints = cur.layout.prints
+    before = {bp.hash for bp in prev.layout.prints[bps_prev[-1] + 1 :]}
+    stable = [p for p in range(bps[-1] + 1, len(prints)) if prints[p].hash in before]
+    if not stable:
+        return
+    tokens = sum(cur.block_total(p) for p in stable)
+    # A breakpoint moved past this content only pays if that prefix can be cached.
+    if tokens < MIN_BLOCK_TOKENS or cur.run_tokens(range(stable[-1] + 1)) < minimum:
+        return
+    place = cur.layout.place(stable[0])
+    t = out.tally(
+        FindingKind.STABLE_AFTER_BREAKPOINT, prints[stable[0]].hash, place, cur.entry.index
+    )
+    t.add(tokens, cur.input_over_read(tokens))
+    t.facts["blocks"] = max(t.facts.get("blocks", 0), len(stable))
 
 
 def _check_lookback(prev: _Request, cur: _Request, common: int, out: _Findings) -> None:
@@ -262,10 +298,6 @@ def _check_lookback(prev: _Request, cur: _Request, common: int, out: _Findings) 
     t.add(short, cost, cur.entry.outcome is Outcome.MISS)
     t.facts["blocks"] = max(t.facts.get("blocks", 0), beyond[0] - last_cached)
     t.facts.setdefault("from", last_cached)
-
-
-def _miss_cost(req: _Request) -> float | None:
-    return None if req.prices is None else miss_cost_usd(req.entry, req.prices)
 
 
 def _check_request(prev: _Request | None, cur: _Request, out: _Findings) -> None:
@@ -305,11 +337,12 @@ def _check_repeats(cur: _Request, out: _Findings) -> None:
     for h, positions in seen.items():
         if len(positions) < 2:
             continue
-        per_copy = cur.run_tokens(range(positions[0], positions[0] + 1))
-        if per_copy < MIN_BLOCK_TOKENS:
+        per_copy = cur.block_total(positions[0])
+        # Either estimate will do: the scaling can shrink a block the provider counted.
+        if max(per_copy, raw_tokens(layout.prints[positions[0]])) < MIN_BLOCK_TOKENS:
             continue
         extra = positions[1:]
-        tokens = sum(cur.run_tokens(range(p, p + 1)) for p in extra)
+        tokens = sum(cur.block_total(p) for p in extra)
         where = layout.place(extra[0])
         t = out.tally(FindingKind.REPEATED_BLOCK, h, where, cur.entry.index)
         t.add(tokens, cur.paid(extra))
@@ -335,7 +368,7 @@ def find_findings(entries: Sequence[LedgerEntry], price_of: PriceFn) -> list[Fin
     findings = []
     for (kind, _), t in out.by_kind.items():
         if kind is FindingKind.VOLATILE_IN_PREFIX and (
-            t.requests < VOLATILE_MIN_CHANGES or t.misses == 0
+            t.requests < VOLATILE_MIN_CHANGES or not t.facts.get("broke")
         ):
             continue
         findings.append(
@@ -370,11 +403,12 @@ def _requests(t: _Tally) -> str:
 _DETAIL: dict[FindingKind, Callable[[_Tally], str]] = {
     FindingKind.VOLATILE_IN_PREFIX: lambda t: (
         f"{t.where.label()} changed in {_requests(t)} while cached; "
-        f"{t.misses} miss(es) re-processed {_n(t.tokens)} tokens"
+        f"{_n(t.tokens)} tokens processed again, {t.misses} miss(es)"
     ),
     FindingKind.STABLE_AFTER_BREAKPOINT: lambda t: (
-        f"up to {t.facts.get('blocks', 0)} unchanged block(s) from {t.where.label()} on sat "
-        f"after the last breakpoint in {_requests(t)}: {_n(t.tokens)} tokens paid uncached"
+        f"up to {t.facts.get('blocks', 0)} block(s) from {t.where.label()} on, the same as in the "
+        f"previous request, sat after the last breakpoint in {_requests(t)}: "
+        f"{_n(t.tokens)} tokens paid uncached"
     ),
     FindingKind.REPEATED_BLOCK: lambda t: (
         f"{t.facts.get('copies', 0)} copies of a ~{_n(t.facts.get('per_copy', 0))}-token block "

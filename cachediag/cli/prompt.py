@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from cachediag.analysis.session import StreamAnalysis
 from cachediag.cli.common import CachediagError, emit_json, pricing_option, report_issues
 
 
@@ -36,6 +37,11 @@ from cachediag.cli.common import CachediagError, emit_json, pricing_option, repo
     metavar="FILTER",
     help="Apply a jq program to the JSON object (implies --json); strings print raw.",
 )
+@click.option(
+    "--all-streams",
+    is_flag=True,
+    help="Also the findings of every other stream (subagents, side calls).",
+)
 @pricing_option
 def prompt(
     log: Path,
@@ -44,6 +50,7 @@ def prompt(
     stream_id: str,
     as_json: bool,
     jq_filter: str | None,
+    all_streams: bool,
     pricing_file: Path | None,
 ) -> None:
     """Break one request's prompt down the way the cache sees it, and find the waste.
@@ -120,8 +127,16 @@ def prompt(
             "bodies (a claude-trace capture, the capture proxy's records, a "
             "request/response log): transcripts and usage-only logs show no prompt"
         )
+    from cachediag.report.prompt import StreamFindings
+
     price_of = price_function(pricing_file)
-    findings = find_findings(stream.entries, price_of)
+
+    def findings_of(s: StreamAnalysis) -> StreamFindings:
+        found = tuple(find_findings(s.entries, price_of))
+        return StreamFindings(s.log.id, s.log.kind.value, len(s.entries), found)
+
+    own = findings_of(stream)
+    others = [findings_of(s) for s in session.streams if s is not stream] if all_streams else None
     breakdown = break_down(layout, entry.record)
     if as_json or jq_filter is not None:
         from cachediag.report.prompt import prompt_dict
@@ -130,13 +145,11 @@ def prompt(
             [
                 prompt_dict(
                     source=session.log.source,
-                    stream=stream.log.id,
-                    stream_kind=stream.log.kind.value,
-                    requests=len(stream.entries),
+                    own=own,
                     index=pos,
                     breakdown=breakdown,
-                    findings=findings,
                     pricing_source=pricing_source(pricing_file),
+                    others=others,
                 )
             ],
             jq_filter,
@@ -147,11 +160,4 @@ def prompt(
     from cachediag.report.prompt import WIDTH, render_prompt
 
     console = Console(width=min(Console().width, WIDTH), highlight=False)
-    render_prompt(
-        console,
-        stream=stream.log.id,
-        index=pos,
-        breakdown=breakdown,
-        findings=findings,
-        requests=len(stream.entries),
-    )
+    render_prompt(console, own=own, index=pos, breakdown=breakdown, others=others or ())

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,7 +25,7 @@ from cachediag.analysis.breakdown import (
     Place,
     Section,
 )
-from cachediag.analysis.hygiene import ADVICE, Finding
+from cachediag.analysis.hygiene import ADVICE, Finding, sort_key
 
 SCHEMA_VERSION = 1
 WIDTH = 80
@@ -121,27 +122,42 @@ def breakdown_dict(index: int, b: Breakdown) -> dict[str, Any]:
     }
 
 
+@dataclass(slots=True, frozen=True)
+class StreamFindings:
+    stream: str
+    kind: str
+    requests: int
+    findings: tuple[Finding, ...]
+
+
+def _stream_findings_dict(s: StreamFindings) -> dict[str, Any]:
+    return {
+        "stream": s.stream,
+        "stream_kind": s.kind,
+        "requests": s.requests,
+        "findings": [finding_dict(f) for f in s.findings],
+    }
+
+
 def prompt_dict(
     *,
     source: str,
-    stream: str,
-    stream_kind: str,
-    requests: int,
+    own: StreamFindings,
     index: int,
     breakdown: Breakdown,
-    findings: Sequence[Finding],
     pricing_source: str | None,
+    others: Sequence[StreamFindings] | None = None,
 ) -> dict[str, Any]:
-    return {
+    out = {
         "schema_version": SCHEMA_VERSION,
         "source": source,
-        "stream": stream,
-        "stream_kind": stream_kind,
-        "requests": requests,
-        "findings": [finding_dict(f) for f in findings],
+        **_stream_findings_dict(own),
         "breakdown": breakdown_dict(index, breakdown),
         "pricing_source": pricing_source,
     }
+    if others is not None:
+        out["other_streams"] = [_stream_findings_dict(s) for s in others]
+    return out
 
 
 # -- the rich view ------------------------------------------------------------------------
@@ -214,12 +230,12 @@ def _when(at: float) -> str:
 def render_prompt(
     console: Console,
     *,
-    stream: str,
+    own: StreamFindings,
     index: int,
     breakdown: Breakdown,
-    findings: Sequence[Finding],
-    requests: int,
+    others: Sequence[StreamFindings] = (),
 ) -> None:
+    stream = own.stream
     b = breakdown
     r = b.record
     total = r.total_tokens
@@ -274,7 +290,9 @@ def render_prompt(
         _wrapped(console, f"breakpoints: {marks}", "  ")
     else:
         console.print(Text("  breakpoints: none (no cache_control in this request)"))
-    _render_findings(console, stream, findings, requests)
+    _render_findings(console, own)
+    if others:
+        _render_others(console, others)
 
 
 def _wrapped(console: Console, text: str, indent: str, later: str | None = None) -> None:
@@ -284,9 +302,8 @@ def _wrapped(console: Console, text: str, indent: str, later: str | None = None)
         console.print(Text(line))
 
 
-def _render_findings(
-    console: Console, stream: str, findings: Sequence[Finding], requests: int
-) -> None:
+def _render_findings(console: Console, group: StreamFindings) -> None:
+    stream, findings, requests = group.stream, group.findings, group.requests
     plural = "request" if requests == 1 else "requests"
     if not findings:
         console.print(Text(f"Findings over stream {_clean(stream)} ({requests} {plural}): none"))
@@ -303,3 +320,23 @@ def _render_findings(
         advice = ADVICE.get(f.kind)
         if advice:
             _wrapped(console, "-> " + advice, "    ", "       ")
+
+
+def _render_others(console: Console, others: Sequence[StreamFindings]) -> None:
+    """One line per finding of the other streams: the details are one --stream away."""
+    rows = [(s, f) for s in others for f in s.findings]
+    quiet = sum(1 for s in others if not s.findings)
+    console.print(
+        Text(
+            f"Other streams: {len(others)}, {len(others) - quiet} with findings"
+            + (" (details: --stream ID)" if rows else "")
+        )
+    )
+    for s, f in sorted(rows, key=lambda row: sort_key(row[1])):
+        cost = "unpriced" if f.cost_usd is None else f"${f.cost_usd:.4f}"
+        _wrapped(
+            console,
+            f"{_clean(s.stream)}: {cost} {_clean(f.kind)} at {f.where.label()} "
+            f"({f.requests} of {s.requests} requests)",
+            "  ",
+        )

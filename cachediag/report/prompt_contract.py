@@ -128,6 +128,15 @@ class Breakdown(BaseModel):
     largest_blocks: list[Block]
 
 
+class StreamFindings(BaseModel):
+    model_config = Strict
+
+    stream: str
+    stream_kind: str
+    requests: int
+    findings: list[Finding]
+
+
 class PromptReport(BaseModel):
     """One line of ``cachediag prompt --json``."""
 
@@ -142,6 +151,8 @@ class PromptReport(BaseModel):
     """Over the whole stream, costliest first."""
     breakdown: Breakdown
     pricing_source: str | None
+    other_streams: list[StreamFindings] | None = None
+    """With ``--all-streams``: the findings of every other stream of the log."""
 
 
 def prompt_schema() -> dict[str, Any]:
