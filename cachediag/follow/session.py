@@ -77,12 +77,12 @@ class LiveSession:
         keeps its place for the next one. True when the read got to the end (or to
         ``until``). Raises ``OSError`` when the file cannot be read (or is not a
         regular file). A line longer than ``MAX_LINE_BYTES`` is skipped as a bad line."""
+        fd = open_regular_fd(path)  # first: a file that cannot be read starts no stream
         reader = self.reader(path)
         saved = self.files.get(path, {})
         offset, number = int(saved.get("offset", 0)), int(saved.get("lines", 0))
         skipping = bool(saved.get("skip"))
         needles = WANTED if reader.file_stream is not None else WANTED_WITH_CHAINS
-        fd = open_regular_fd(path)
         with os.fdopen(fd, "rb", buffering=0) as fp:
             st = os.fstat(fd)
             fp.seek(offset)
