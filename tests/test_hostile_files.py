@@ -353,3 +353,60 @@ def test_statusline_extreme_numbers_leave_only_their_field_out() -> None:
     assert line == "cache 90% · warm"
     pc = {"hit_ratio": 0.9, "misses": 1e308, "requests": 3, "expires_at": T0 + 60}
     assert run_line({"prompt_cache": pc}, "--no-color", "--now", str(T0)) == "cache 90% · warm 1:00"
+
+
+@pytest.mark.parametrize(
+    "args", [["analyze"], ["watch", "--once"], ["explain"], ["audit"], ["analyze", "--json"]]
+)
+def test_closed_pipe_is_not_a_failure(args: list[str]) -> None:
+    """Finding 10: ``cachediag analyze | head -1`` exits 0 without a word on stderr."""
+    from tests.conftest import SPOTTER_SESSION
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cachediag", *args, str(SPOTTER_SESSION)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before the first line
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == 0 and err == b""
+
+
+def test_utf8_bom_on_line_one(tmp_path: Path) -> None:
+    """Finding 10: an editor's byte order mark does not cost the first line."""
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + (RULES / "hit.jsonl").read_bytes())
+    result = CliRunner().invoke(main, ["analyze", "--json", str(path)])
+    assert result.exit_code == 0 and "skipped" not in result.stderr
+    plain = CliRunner().invoke(main, ["analyze", "--json", str(RULES / "hit.jsonl")])
+    assert json.loads(result.stdout)["prompt_cache"] == json.loads(plain.stdout)["prompt_cache"]
+
+
+def test_audit_of_a_file_that_is_no_log_prints_no_empty_report(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("hello\n")
+    result = CliRunner().invoke(main, ["audit", str(path)])
+    assert result.exit_code == 1 and result.stdout == ""
+    assert "not a JSON object" in result.stderr
+
+
+def test_state_of_vanished_transcripts_is_removed(tmp_path: Path, cache_home: Path) -> None:
+    """Finding 10: housekeeping, at most once a day, removes the state and lock of
+    transcripts that are gone and keeps the others."""
+    kept, gone = tmp_path / "kept.jsonl", tmp_path / "gone.jsonl"
+    for t in (kept, gone):
+        write(t, THREE)
+        run_line({"transcript_path": str(t)})
+    folder = cache_home / "statusline"
+    gone_state = Path(state.state_path(str(gone), str(cache_home)))
+    assert gone_state.exists() and Path(f"{gone_state}.lock").exists()
+    gone.unlink()
+    (folder / ".swept").unlink()  # the first runs swept already: pretend a day passed
+    write(kept, [THREE[0]], "a")  # a run that saves, which is when housekeeping runs
+    run_line({"transcript_path": str(kept)})
+    assert not gone_state.exists() and not Path(f"{gone_state}.lock").exists()
+    assert Path(state.state_path(str(kept), str(cache_home))).exists()
+    assert "housekeeping" in (cache_home / "statusline.log").read_text()
+    assert state.sweep(str(folder)) == 0  # not again within the day

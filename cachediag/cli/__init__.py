@@ -45,6 +45,14 @@ class Main(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except BrokenPipeError:
+            # The reader went away (``| head -1``): what it wanted was printed. Python would
+            # complain again when it flushes stdout at exit.
+            import os
+            import sys
+
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            ctx.exit(0)
         except CachediagError as exc:
             from cachediag.text import sanitize
 

@@ -245,8 +245,10 @@ def audit(
         from cachediag.report.audit import audit_tables
         from cachediag.report.console import SafeConsole
 
-        if run.sessions_read == 0 and not run.errors and not run.unreadable:
-            click.echo("No sessions found.", err=True)
+        if run.sessions_read == 0:
+            # Nothing read: no empty report; the errors below say why (exit 1).
+            if not run.errors and not run.unreadable:
+                click.echo("No sessions found.", err=True)
         else:
             console = SafeConsole()
             console.print(audit_tables(report, zone=display, tokens=tokens, width=console.width))

@@ -25,7 +25,12 @@ class BadLine(ValueError):
     """A line that cannot be used; the message says why without quoting it."""
 
 
+_BOM = b"\xef\xbb\xbf"
+
+
 def parse_line(raw: bytes) -> JsonObject:
+    if raw[:3] == _BOM:  # an editor's UTF-8 byte order mark before line 1
+        raw = raw[3:]
     try:
         obj = _loads(raw)
     except UnicodeDecodeError as exc:

@@ -9,6 +9,8 @@ so colours still work); ``echo`` does the same for plain lines.
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -31,6 +33,14 @@ class SafeConsole(Console):
                 yield segment
             else:
                 yield Segment(sanitize(text, lines=True), segment.style, segment.control)
+
+    def on_broken_pipe(self) -> None:
+        """``cachediag analyze | head -1``: the reader has what it wanted; exit 0, as a
+        closed pipe is not a failure of the command (rich's default exits 1)."""
+        self.quiet = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        raise SystemExit(0)
 
 
 def echo(text: str, **kwargs: Any) -> None:

@@ -179,6 +179,9 @@ def session_state(
                 state.save(path, *encode_state(header, readers))
             except OSError as exc:
                 log_failure(f"state not saved: {_describe(exc)}")
+            gone = state.sweep(os.path.dirname(path))
+            if gone:
+                log_failure(f"housekeeping: state of {gone} vanished transcript(s) removed")
     return header
 
 

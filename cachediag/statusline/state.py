@@ -133,6 +133,52 @@ def _remove_stale_temporaries(path: str) -> None:
                 pass
 
 
+SWEEP_EVERY_S = 24 * 3600.0
+SWEEP_MAX_FILES = 500
+"""Housekeeping runs at most once a day and looks at no more than this many files."""
+
+
+def sweep(folder: str, now: float | None = None) -> int:
+    """Remove the state (and lock) of transcripts that no longer exist; returns how many
+    states went. Cheap and bounded: at most once a day (a marker file's mtime), at most
+    ``SWEEP_MAX_FILES`` files looked at, only the first two lines of each read."""
+    now = time.time() if now is None else now
+    marker = os.path.join(folder, ".swept")
+    try:
+        if now - os.lstat(marker).st_mtime < SWEEP_EVERY_S:
+            return 0
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return 0
+    try:
+        os.close(open_private(marker, os.O_WRONLY | os.O_CREAT))
+        os.utime(marker, (now, now), follow_symlinks=False)
+        entries = [e for _, e in zip(range(SWEEP_MAX_FILES), os.scandir(folder), strict=False)]
+    except OSError:
+        return 0
+    removed = 0
+    for entry in entries:
+        if not entry.name.endswith(".json"):
+            continue
+        try:
+            with open_regular(entry.path, follow=False) as fp:
+                fp.readline()
+                head = fp.readline(MAX_STATE_BYTES)
+            header = jsonlite.loads(head)
+            transcript = header.get("transcript") if isinstance(header, dict) else None
+        except Exception:  # a damaged state: the next run on it recomputes it anyway
+            continue
+        if isinstance(transcript, str) and not os.path.exists(transcript):
+            for path in (entry.path, entry.path + ".lock"):
+                try:  # noqa: SIM105 - contextlib is one more import
+                    os.unlink(path)
+                except OSError:
+                    pass
+            removed += 1
+    return removed
+
+
 class WriterLock:
     """``with WriterLock(path) as may_write``: True when this run may write the state,
     False when another run holds it (or locking is impossible).
