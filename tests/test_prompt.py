@@ -342,3 +342,21 @@ def test_all_streams_lists_every_other_streams_findings() -> None:
     view = _prompt(str(TRACE), "--all-streams")
     assert "Other streams: 28, 26 with findings (details: --stream ID)" in view.stdout
     assert all(len(line) <= 80 for line in view.stdout.splitlines())
+
+
+def test_a_file_that_is_not_a_log_is_a_clear_error(tmp_path: Path) -> None:
+    bad = tmp_path / "notes.jsonl"
+    bad.write_text("not json\n")
+    result = _prompt(str(bad))
+    assert result.exit_code == 1
+    assert "line 1 is not a JSON object" in result.output
+
+
+def test_a_bad_line_inside_a_capture_is_skipped_and_counted(tmp_path: Path) -> None:
+    capture = tmp_path / "capture.jsonl"
+    lines = (PROMPT / "clean.jsonl").read_text().splitlines()
+    capture.write_text("\n".join([lines[0], "{oops", *lines[1:]]) + "\n")
+    result = _prompt(str(capture))
+    assert result.exit_code == 0, result.output
+    assert "Request 4 of stream main" in result.stdout
+    assert "skipped 1 line(s)" in result.stderr and ":2:" in result.stderr

@@ -9,7 +9,13 @@ from pathlib import Path
 import click
 
 from cachediag.analysis.session import StreamAnalysis
-from cachediag.cli.common import CachediagError, emit_json, pricing_option, report_issues
+from cachediag.cli.common import (
+    CachediagError,
+    emit_json,
+    finish_reading,
+    pricing_option,
+    report_issues,
+)
 
 
 @click.command()
@@ -81,8 +87,8 @@ def prompt(
     stdin = sys.stdin.buffer if str(log) == "-" else None
     run = Run()
     sessions = list(run.sessions([log], stdin, time.time()))
-    if run.errors:
-        raise CachediagError(run.errors[-1])
+    if run.errors or run.nothing_read:
+        finish_reading(run.issues, run.unreadable, run.errors, run.nothing_read)
     if not sessions:
         raise CachediagError(f"{log}: no session found")
     if len(sessions) > 1:

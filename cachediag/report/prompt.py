@@ -26,6 +26,7 @@ from cachediag.analysis.breakdown import (
     Section,
 )
 from cachediag.analysis.hygiene import ADVICE, Finding, sort_key
+from cachediag.text import sanitize
 
 SCHEMA_VERSION = 1
 WIDTH = 80
@@ -36,7 +37,7 @@ row for those between."""
 
 
 def _clean(text: str | None, limit: int = 40) -> str:
-    return "".join(ch for ch in (text or "")[:limit] if ch.isprintable())
+    return sanitize(text or "", limit)
 
 
 def place_dict(place: Place) -> dict[str, Any]:
