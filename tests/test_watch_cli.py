@@ -114,7 +114,8 @@ def test_once_json_summary_worked_by_hand(session: tuple[Path, Path]) -> None:
 
 def test_lines_for_people(session: tuple[Path, Path]) -> None:
     t, prices = session
-    result = watch("--once", "--pricing", str(prices), str(t))
+    # At 120 columns each event is one line (test_widths covers 80).
+    result = watch("--once", "--pricing", str(prices), str(t), env={"COLUMNS": "120"})
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     hms = [datetime.fromtimestamp(T0 + s, UTC).strftime("%H:%M:%S") for s in (0, 60, 1000)]
@@ -219,7 +220,11 @@ def test_signal_ends_with_a_summary_and_exit_0(tmp_path: Path, sig: signal.Signa
     assert proc.returncode == 0, err
     summary = json.loads(out)
     assert (summary["event"], summary["requests"]) == ("summary", 3)
-    assert err == ""
+    # One line at the start: what is followed and how to stop.
+    assert err == (
+        f"cachediag: watching 1 session under {tmp_path} for new requests; "
+        "Ctrl-C stops with a summary\n"
+    )
 
 
 def test_watchdog_only_when_following_and_rich_only_for_people(tmp_path: Path) -> None:

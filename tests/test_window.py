@@ -194,3 +194,33 @@ def test_resolve_window_units() -> None:
     assert isinstance(parse_bound("2026-03-08T10:00:00+01:00"), Bound)
     with pytest.raises(click.UsageError):
         resolve_window(parse_bound("1h"), parse_bound("1h"), now, zone)
+
+
+def test_watch_once_reports_the_window_alone(dst: Path) -> None:
+    args = ["watch", "--once", "--json", "--since", "2026-03-08", "--timezone", "UTC"]
+    result = run(*args, str(dst))
+    assert result.exit_code == 0, result.output
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    requests = [e for e in events if e["event"] == "request"]
+    assert [e["at"] for e in requests] == [epoch(t) for t in TIMES[2:]]
+    # The session line comes before its first event in the window; the summary counts the
+    # window's requests only.
+    assert events[0]["event"] == "session"
+    assert events[-1]["event"] == "summary" and events[-1]["requests"] == 4
+    people = run("watch", "--once", "--timezone", "America/Los_Angeles", str(dst)).stdout
+    assert "23:30:00 s1" in people and "00:30:00 s1" in people
+    live = run("watch", "--since", "1h", str(dst))
+    assert live.exit_code == 2 and "need --once or --from-start" in live.stderr
+
+
+def test_watch_once_names_files_that_are_not_logs(tmp_path: Path, dst: Path) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    binary = tmp_path / "bin.jsonl"
+    binary.write_bytes(b"\x7fELF\x00\x01\x02\n")
+    result = run("watch", "--once", "--json", str(empty), str(binary), str(dst))
+    assert result.exit_code == 1
+    assert f"Error: {empty}: empty, no log lines" in result.stderr
+    assert f"Error: {binary}: binary data, not a JSON Lines log" in result.stderr
+    # The readable one is still reported.
+    assert sum(1 for line in result.stdout.splitlines() if '"request"' in line) == 6

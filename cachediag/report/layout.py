@@ -119,37 +119,46 @@ def compact_count(n: int) -> str:
 
 
 def wrap_parts(
-    parts: Sequence[str], width: int, *, indent: str = "", sep: str = " · "
+    parts: Sequence[str],
+    width: int,
+    *,
+    indent: str = "",
+    sep: str = " · ",
+    follow: str | None = None,
 ) -> list[str]:
-    """Join ``parts`` with ``sep`` into lines of at most ``width`` cells; a new line
-    (indented by ``indent`` plus two spaces) starts between parts, or between words of
-    a part too long for a line of its own."""
+    """Join ``parts`` with ``sep`` into lines of at most ``width`` cells. A line that
+    breaks between parts ends with the separator's mark (`` ·``); the next starts with
+    ``follow`` (default: ``indent`` plus two spaces). A part too long for a line of its
+    own breaks between words, and only a word longer than a line (a path) is cut."""
     lines: list[str] = []
-    line = indent
-    fresh = True
-    follow = indent + "  "
-    for part in parts:
-        piece = part if fresh else sep + part
-        if len(line) + len(piece) <= width or (fresh and len(line) + len(part) <= width):
-            line += piece
+    tail = sep.rstrip()
+    follow = indent + "  " if follow is None else follow
+    line, fresh = indent, True
+    for i, part in enumerate(parts):
+        # Room for the mark that ends the line if the next part goes on the next one.
+        reserve = len(tail) if i < len(parts) - 1 else 0
+        if len(line) + len(part if fresh else sep + part) + reserve <= width:
+            line += part if fresh else sep + part
             fresh = False
             continue
         if not fresh:
-            lines.append(line.rstrip() + (sep.rstrip() if sep.strip() else ""))
+            lines.append(line + tail)
             line, fresh = follow, True
+            if len(line) + len(part) + reserve <= width:
+                line, fresh = line + part, False
+                continue
         for word in part.split(" "):
-            if not fresh and len(line) + 1 + len(word) <= width:
+            if not fresh and len(line) + 1 + len(word) + reserve <= width:
                 line += " " + word
                 continue
             if not fresh:
                 lines.append(line)
                 line = follow
-            # Only a word longer than a whole line (a path) is cut.
-            room = max(1, width - len(line))
-            while len(word) > room and len(line) + len(word) > width:
+            room = max(1, width - len(line) - reserve)
+            while len(word) > room:
                 lines.append(line + word[:room])
                 line, word = follow, word[room:]
-                room = max(1, width - len(line))
+                room = max(1, width - len(line) - reserve)
             line += word
             fresh = False
     lines.append(line)

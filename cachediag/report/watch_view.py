@@ -2,10 +2,13 @@
 
 Hits are dim, misses bold red with their causes, what they re-processed and what that
 cost; expected rebuilds and compactions yellow; sessions and streams as they appear.
-Times are UTC, as in ``analyze``.
+Times are in the display zone (``--timezone``), as in ``analyze``. Given a width, an
+event's details continue on a line of their own rather than past the edge.
 """
 
 from __future__ import annotations
+
+from datetime import UTC, tzinfo
 
 from rich.console import Console
 from rich.text import Text
@@ -20,9 +23,12 @@ from cachediag.follow.events import (
     Tally,
     WatchEvent,
 )
+from cachediag.report.layout import wrap_parts
 from cachediag.report.tables import format_duration, format_time, format_tokens
 
 STREAM_WIDTH = 16
+NARROW_STREAM_WIDTH = 10
+"""Below 100 columns: room for the details on the event's own line."""
 _LABELS = {
     Outcome.HIT: ("hit", "dim"),
     Outcome.COLD: ("cold", "dim"),
@@ -39,10 +45,22 @@ def format_cost(value: float | None) -> str:
     return f"${value:,.2f}" if value >= 0.01 or value == 0 else f"${value:.4f}"
 
 
-def _prefix(at: float | None, session_id: str, stream: str) -> str:
-    when = format_time(at) if at is not None else " " * 8
-    name = stream if len(stream) <= STREAM_WIDTH else stream[: STREAM_WIDTH - 1] + "…"
-    return f"{when} {session_id[:8]:<8} {name:<{STREAM_WIDTH}} "
+def _prefix(
+    at: float | None, session_id: str, stream: str, zone: tzinfo = UTC, width: int | None = None
+) -> str:
+    when = format_time(at, zone) if at is not None else " " * 8
+    room = STREAM_WIDTH if width is None or width >= 100 else NARROW_STREAM_WIDTH
+    name = stream if len(stream) <= room else stream[: room - 1] + "…"
+    return f"{when} {session_id[:8]:<8} {name:<{room}} "
+
+
+def _fit(head: str, parts: list[str], width: int | None) -> str:
+    """``head`` then ``parts`` joined by `` · ``; past ``width``, the details go on under
+    themselves (or under a small indent when the head leaves them little room)."""
+    if width is None:
+        return head + " · ".join(parts)
+    follow = " " * len(head) if width - len(head) >= 30 else "    "
+    return "\n".join(wrap_parts(parts, width, indent=head, follow=follow))
 
 
 def cause_label(entry: LedgerEntry) -> str:
@@ -70,49 +88,50 @@ def cause_label(entry: LedgerEntry) -> str:
     return label + (f" ({'; '.join(extras)})" if extras else "")
 
 
-def request_line(seen: RequestSeen) -> Text:
+def request_line(seen: RequestSeen, zone: tzinfo = UTC, width: int | None = None) -> Text:
     entry, record = seen.entry, seen.entry.record
     label, style = _LABELS[entry.outcome]
-    text = _prefix(record.at, seen.session.session_id, record.stream) + f"{label:<8} "
+    head = _prefix(record.at, seen.session.session_id, record.stream, zone, width)
+    head += f"{label:<8} "
     if entry.outcome in (Outcome.MISS, Outcome.EXPECTED):
         details = [
             cause_label(entry),
             f"{format_tokens(entry.reprocessed_tokens)} tokens re-processed",
             format_cost(seen.cost.miss_cost_usd),
         ]
-        text += " · ".join(d for d in details if d)
+        parts = [d for d in details if d]
     else:
         parts = [f"{format_tokens(record.cache_read_tokens)} read"]
         if record.cache_creation_tokens:
             parts.append(f"{format_tokens(record.cache_creation_tokens)} written")
-        text += " · ".join(parts)
-    return Text(text, style=style)
+    return Text(_fit(head, parts, width), style=style)
 
 
-def event_line(event: WatchEvent) -> Text:
+def event_line(event: WatchEvent, zone: tzinfo = UTC, width: int | None = None) -> Text:
+    """One event for people; ``width``: fit it there (continuation lines), else one line."""
     if isinstance(event, RequestSeen):
-        return request_line(event)
+        return request_line(event, zone, width)
     ref = event.session
     if isinstance(event, RebuildSeen):
         e = event.event
-        head = _prefix(e.at, ref.session_id, e.stream)
+        head = _prefix(e.at, ref.session_id, e.stream, zone, width)
         return Text(head + f"{e.kind.value} announced", style="yellow")
     if isinstance(event, SessionSeen):
-        where = f" · {ref.project}" if ref.project else ""
         state = "new session" if event.new else "session"
-        return Text(f"── {state} {ref.session_id}{where}", style="bold cyan")
+        parts = [f"── {state} {ref.session_id}"] + ([ref.project] if ref.project else [])
+        return Text(_fit("", parts, width), style="bold cyan")
     if isinstance(event, StreamSeen):
-        head = _prefix(event.at, ref.session_id, event.stream)
+        head = _prefix(event.at, ref.session_id, event.stream, zone, width)
         return Text(head + f"new {event.kind.value} stream", style="cyan")
     if isinstance(event, FileReset):
-        return Text(
-            f"── {ref.session_id[:8]}: {event.path} {event.reason}; session read again",
-            style="magenta",
-        )
-    return Text(f"── {ref.session_id[:8]}: {event.path} removed", style="magenta")
+        parts = [f"── {ref.session_id[:8]}: {event.path} {event.reason}", "session read again"]
+        return Text(_fit("", parts, width).replace(" · ", "; ", 1), style="magenta")
+    return Text(
+        _fit("", [f"── {ref.session_id[:8]}: {event.path} removed"], width), style="magenta"
+    )
 
 
-def summary_line(t: Tally) -> Text:
+def summary_line(t: Tally, width: int | None = None) -> Text:
     """``4d5611e5 (spotter): 152 requests · 96% from cache · 3 misses (...) · $1.47``."""
     where = f" ({t.session.project})" if t.session.project else ""
     parts = [f"{t.requests} request{'s' if t.requests != 1 else ''}"]
@@ -132,8 +151,10 @@ def summary_line(t: Tally) -> Text:
         if t.unpriced_requests:
             cost += f", {t.unpriced_requests} requests unpriced"
         parts.append(f"{format_tokens(t.reprocessed_tokens)} tokens re-processed ({cost})")
-    line = Text(f"{t.session.session_id[:8]}{where}: ", style="bold")
-    line.append(" · ".join(parts), style="red" if misses else "")
+    head = f"{t.session.session_id[:8]}{where}: "
+    text = _fit(head, parts, width) if width is not None else head + " · ".join(parts)
+    line = Text(text[: len(head)], style="bold")
+    line.append(text[len(head) :], style="red" if misses else "")
     return line
 
 
@@ -144,4 +165,4 @@ def print_summary(console: Console, tallies: list[Tally]) -> None:
     console.print()
     console.print(Text("Watched sessions", style="bold"))
     for t in tallies:
-        console.print(summary_line(t), soft_wrap=True)
+        console.print(summary_line(t, console.width), soft_wrap=True)

@@ -1,0 +1,54 @@
+"""The width planner and the line wrapper behind every human view."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cachediag.report.layout import Column, compact_count, plan_columns, wrap_parts
+
+WORD = st.text(alphabet="abc_5,:()$.", min_size=1, max_size=30)
+PART = st.lists(WORD, min_size=1, max_size=5).map(" ".join)
+
+
+@given(
+    parts=st.lists(PART, min_size=1, max_size=8),
+    width=st.integers(min_value=20, max_value=120),
+    indent=st.sampled_from(["", "  ", "    "]),
+    sep=st.sampled_from([" · ", "; "]),
+)
+def test_wrapped_lines_fit_and_keep_words_whole(
+    parts: list[str], width: int, indent: str, sep: str
+) -> None:
+    lines = wrap_parts(parts, width, indent=indent, sep=sep)
+    assert all(len(line) <= width for line in lines)
+    for part in parts:
+        for word in part.split():
+            # Only a word longer than a line (a path) may be cut.
+            if len(word) <= width - len(indent) - 4:
+                assert any(word in line for line in lines), (word, lines)
+
+
+def test_a_line_that_fits_is_one_line() -> None:
+    assert wrap_parts(["a", "b c"], 80) == ["a · b c"]
+    assert wrap_parts(["aaaa", "bbbb"], 10) == ["aaaa ·", "  bbbb"]
+
+
+def test_columns_give_way_by_importance() -> None:
+    wide = Column("count", [["12,387,553"], ["12.4M"]], justify="right")
+    extra = Column("share", [["14.8%"]], keep=10)
+    name = Column("name", [["messages_rewritten"]], wraps=True)
+    assert plan_columns([name, wide, extra], 80) == [name, wide, extra]
+    assert wide.chosen == 0
+    shown = plan_columns([name, wide, extra], 30)
+    assert shown == [name, wide] and wide.chosen == 1
+
+
+def test_compact_counts() -> None:
+    assert [compact_count(n) for n in (812, 1_000, 99_749, 12_387_553, 4_784_048_361)] == [
+        "812",
+        "1.0k",
+        "99.7k",
+        "12.4M",
+        "4.8B",
+    ]
