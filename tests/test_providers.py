@@ -20,6 +20,7 @@ from click.testing import CliRunner
 
 from cachediag.cli import main
 from tests.conftest import FIXTURES
+from tests.test_captures import _analyze
 
 PROVIDERS = FIXTURES / "providers"
 CAPTURE, USAGE = "api-capture", "api-usage"
@@ -38,6 +39,13 @@ BODY_CHANGES = (
     "messages_rewritten",
     "extra_body_changed",
 )
+# list_dir was removed and web_fetch added before request 2.
+TOOLS_SWAPPED = {
+    "tools_added": 1,
+    "tools_removed": 1,
+    "tools_added_names": ["web_fetch"],
+    "tools_removed_names": ["list_dir"],
+}
 EXPECTED: dict[str, tuple[str, str, list[str], str | None, dict[str, Any]]] = {
     **{
         f"{api}_{cause}": (CAPTURE, "miss", [cause], "inferred", {})
@@ -78,24 +86,14 @@ EXPECTED: dict[str, tuple[str, str, list[str], str | None, dict[str, Any]]] = {
         "miss",
         ["tools_changed"],
         "inferred",
-        {
-            "tools_added": 1,
-            "tools_removed": 1,
-            "tools_added_names": ["web_fetch"],
-            "tools_removed_names": ["list_dir"],
-        },
+        TOOLS_SWAPPED,
     ),
     "chat_tools_changed": (
         CAPTURE,
         "miss",
         ["tools_changed"],
         "inferred",
-        {
-            "tools_added": 1,
-            "tools_removed": 1,
-            "tools_added_names": ["web_fetch"],
-            "tools_removed_names": ["list_dir"],
-        },
+        TOOLS_SWAPPED,
     ),
     # Nothing changed, 10 s idle: the clock cannot explain it.
     "chat_likely_server_side": (CAPTURE, "miss", ["likely_server_side"], "inferred", {}),
@@ -262,14 +260,6 @@ EXPECTED: dict[str, tuple[str, str, list[str], str | None, dict[str, Any]]] = {
         {"provider": "Anthropic", "cost_source": "provider"},
     ),
 }
-
-
-def _analyze(path: Path, *extra: str) -> dict[str, Any]:
-    result = CliRunner().invoke(main, ["analyze", "--json", "--now", "0", *extra, str(path)])
-    assert result.exit_code == 0, result.output
-    assert result.stderr == ""
-    obj: dict[str, Any] = json.loads(result.stdout)
-    return obj
 
 
 def test_every_provider_fixture_has_an_expectation() -> None:
