@@ -360,3 +360,35 @@ def test_a_bad_line_inside_a_capture_is_skipped_and_counted(tmp_path: Path) -> N
     assert result.exit_code == 0, result.output
     assert "Request 4 of stream main" in result.stdout
     assert "skipped 1 line(s)" in result.stderr and ":2:" in result.stderr
+
+
+@pytest.mark.parametrize("path", sorted(PROMPT.glob("*.jsonl")), ids=lambda p: p.stem)
+def test_records_with_block_prints_find_the_same(path: Path, tmp_path: Path) -> None:
+    # The capture proxy's log: one cachediag record per request, fingerprints only.
+    from cachediag.ingest.capture import read_call
+    from cachediag.proxy.recording import fingerprint_dict
+
+    lines = []
+    for number, raw in enumerate(path.read_text().splitlines(), start=1):
+        capture = json.loads(raw)
+        r = read_call(capture, number).record
+        assert r.fingerprint is not None
+        line = {
+            "schema_version": 2,
+            "at": r.at,
+            "sent_at": capture["request"]["timestamp"],
+            "input_tokens": r.input_tokens,
+            "cache_read_tokens": r.cache_read_tokens,
+            "cache_creation_tokens": r.cache_creation_tokens,
+            "cache_creation_5m": r.cache_creation_5m_tokens,
+            "cache_creation_1h": r.cache_creation_1h_tokens,
+            "output_tokens": r.output_tokens,
+            "model": r.model,
+            "message_id": r.message_id,
+            "fingerprint": fingerprint_dict(r.fingerprint),
+        }
+        lines.append(canonical_json(line).decode())
+    records = tmp_path / "records.jsonl"
+    records.write_text("\n".join(lines) + "\n")
+    assert SECRET_TEXT not in records.read_text()
+    assert _findings(records) == _findings(path)
