@@ -160,12 +160,19 @@ def test_nothing_readable_fails_and_says_why(
     target = tmp_path / "hit.jsonl"
     shutil.copy(RULES / "hit.jsonl", target)
     fail_open_for(monkeypatch, target)
+    gone = tmp_path / "gone.jsonl"
     for command in (["analyze", "--json"], ["audit", "--json", "--no-progress"], ["explain"]):
         result = invoke(*command, str(target))
         assert result.exit_code == 1, command
-        assert f"{target}: cannot read (Permission denied)" in result.stderr
-        assert "Error: nothing could be read (1 path(s) unreadable)" in result.stderr
-        assert "Traceback" not in result.stderr
+        assert result.stderr == f"Error: {target}: cannot read (Permission denied)\n"
+        if command[0] == "explain":
+            continue  # explain reads one log
+        both = invoke(*command, str(target), str(gone))
+        assert both.exit_code == 1, command
+        assert f"{target}: cannot read (Permission denied)" in both.stderr
+        assert f"{gone}: no such file or directory" in both.stderr
+        assert "Error: nothing could be read (2 path(s) unreadable)" in both.stderr
+        assert "Traceback" not in both.stderr
 
 
 def test_audit_counts_skipped_lines_and_empty_sessions_as_analyze(tmp_path: Path) -> None:
@@ -183,3 +190,13 @@ def test_audit_counts_skipped_lines_and_empty_sessions_as_analyze(tmp_path: Path
     assert report["empty_sessions"] == 1 and report["sessions"] == 1
     assert report["sessions"] + report["empty_sessions"] == len(analyzed)
     assert report["unreadable_files"] == sum(o["unreadable_files"] for o in analyzed) == 0
+
+
+def test_a_named_path_that_is_gone_is_reported_and_the_rest_read(tmp_path: Path) -> None:
+    gone = tmp_path / "pruned.jsonl"
+    result = invoke("analyze", "--json", "--now", "0", str(RULES / "hit.jsonl"), str(gone))
+    assert result.exit_code == 0, result.stderr
+    assert [o["session_id"] for o in json_lines(result)] == ["hit"]
+    assert f"{gone}: no such file or directory" in result.stderr
+    alone = invoke("analyze", "--json", str(gone))
+    assert (alone.exit_code, alone.stderr) == (1, f"Error: {gone}: no such file or directory\n")

@@ -121,6 +121,9 @@ def finish_reading(
     """What every batch command says after reading: skipped lines, unreadable paths, and
     the errors (exit 1 for an error, or when paths were found and none could be read)."""
     report_issues(issues)
+    if nothing_read and not errors and len(unreadable) == 1:
+        only = unreadable[0]  # one path named, and it could not be read: say so, once
+        raise CachediagError(f"{only.source}: {only.reason}")
     report_unreadable(unreadable)
     if nothing_read and not errors:
         errors = [f"nothing could be read ({len(unreadable)} path(s) unreadable)"]

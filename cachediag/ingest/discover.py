@@ -282,8 +282,8 @@ class Discovery:
 
 
 def discover(paths: list[Path], on_error: OnError | None = None) -> list[SessionSource]:
-    """The sessions under ``paths``, each once however many of them hold it; folders that
-    cannot be listed go to ``on_error``."""
+    """The sessions under ``paths``, each once however many of them hold it; paths that
+    are missing and folders that cannot be listed go to ``on_error`` (raised without)."""
     found = Discovery(on_error)
     for path in paths:
         if path.is_file():
@@ -293,10 +293,13 @@ def discover(paths: list[Path], on_error: OnError | None = None) -> list[Session
                 found.add_session_dir(path)
             else:
                 found.add_dir(path)
-        elif not path.exists():
-            raise InputError(f"{path}: no such file or directory")
         else:
-            raise InputError(f"{path}: not a regular file or directory")
+            exists = path.exists()
+            reason = "not a regular file or directory" if exists else "no such file or directory"
+            if on_error is None:
+                raise InputError(f"{path}: {reason}")
+            # Named, then gone (a shell's glob, Claude Code pruning): the rest is read.
+            on_error(LineIssue(str(path), 0, reason))
     return found.result()
 
 
