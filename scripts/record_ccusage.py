@@ -69,27 +69,30 @@ def run_ccusage(ccusage: str, config_dirs: list[Path]) -> tuple[str, dict[str, A
     return version, data
 
 
-def record_dedup(ccusage: str) -> Path:
+def record_dedup(ccusage: str, name: str, real: Path) -> Path | None:
     """ccusage's deduplicated figures for the tree of copies and backups."""
     from tests.history_tree import build_history
 
+    if not real.is_dir():
+        print(f"{name}: {real} missing, skipped")
+        return None
     with tempfile.TemporaryDirectory() as tmp:
-        version, data = run_ccusage(ccusage, build_history(Path(tmp)))
+        version, data = run_ccusage(ccusage, build_history(Path(tmp), real))
     sessions = data["sessions"]
     totals = {
         key: sum(s[key] for s in sessions)
         for key in ("inputTokens", "outputTokens", "cacheCreationTokens", "cacheReadTokens")
     }
-    target = ROOT / "tests/data/ccusage_sessions_dedup.json"
+    target = ROOT / f"tests/data/ccusage_sessions_{name}.json"
     recorded = {
         "ccusage_version": version,
         "command": "CLAUDE_CONFIG_DIR=one,two ccusage " + " ".join(COMMAND),
-        "tree": "tests/history_tree.py build_history",
+        "tree": f"tests/history_tree.py build_history from {os.path.relpath(real, ROOT)}",
         "totals": {**totals, "totalCost": sum(s["totalCost"] for s in sessions)},
         "sessions": sessions,
     }
     target.write_text(json.dumps(recorded, indent=2, sort_keys=True) + "\n")
-    print(f"dedup: {len(sessions)} sessions -> {target.relative_to(ROOT)}")
+    print(f"{name}: {len(sessions)} sessions -> {target.relative_to(ROOT)}")
     return target
 
 
@@ -99,7 +102,8 @@ def main() -> None:
     args = parser.parse_args()
     for name, folders in TREES.items():
         record(args.ccusage, name, folders)
-    record_dedup(args.ccusage)
+    record_dedup(args.ccusage, "dedup", ROOT / "fixtures/real")
+    record_dedup(args.ccusage, "dedup_corpus", ROOT.parent / "shared/corpus/claude-code")
 
 
 if __name__ == "__main__":

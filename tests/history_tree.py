@@ -25,9 +25,10 @@ def _prefix(source: Path, target: Path, share: float) -> None:
     target.write_bytes(b"".join(lines[: int(len(lines) * share)]))
 
 
-def build_history(root: Path) -> list[Path]:
-    """Write the tree below ``root``; returns the config dirs (for CLAUDE_CONFIG_DIR)."""
-    spotter, viewer = REAL / "spotter", REAL / "claude-code-viewer"
+def build_history(root: Path, real: Path = REAL) -> list[Path]:
+    """Write the tree below ``root`` from ``real`` (the bundled sessions, or the shared
+    corpus they come from); returns the config dirs (for CLAUDE_CONFIG_DIR)."""
+    spotter, viewer = real / "spotter", real / "claude-code-viewer"
     one, two = (root / name / "projects" for name in CONFIG_DIRS)
     shutil.copytree(spotter, one / "-home-me-spotter")
     shutil.copytree(spotter, one / "-home-me-spotter-copy")  # a copied project folder

@@ -40,12 +40,8 @@ def history(tmp_path: Path) -> dict[str, str]:
     return {"CLAUDE_CONFIG_DIR": ",".join(map(str, build_history(tmp_path)))}
 
 
-def test_copies_and_backups_total_what_ccusage_counts_deduplicated(
-    history: dict[str, str],
-) -> None:
-    # Recorded by scripts/record_ccusage.py from this very tree (ccusage 20.0.24, which
-    # counts each message.id + requestId once across everything it reads).
-    theirs = json.loads(DEDUP.read_text())["totals"]
+def compare_with_ccusage(recorded: Path, history: dict[str, str]) -> None:
+    theirs = json.loads(recorded.read_text())["totals"]
     lines = analyze_lines([], history)
     for ours, key in TOKENS.items():
         assert sum(o["totals"][ours] for o in lines) == theirs[key], ours
@@ -58,6 +54,24 @@ def test_copies_and_backups_total_what_ccusage_counts_deduplicated(
     for ours, key in TOKENS.items():
         assert totals[ours] == theirs[key], ours
     assert totals["cost_usd"] == pytest.approx(theirs["totalCost"], rel=0.01)
+
+
+def test_copies_and_backups_total_what_ccusage_counts_deduplicated(
+    history: dict[str, str],
+) -> None:
+    # Recorded by scripts/record_ccusage.py from this very tree (ccusage 20.0.24, which
+    # counts each message.id + requestId once across everything it reads).
+    compare_with_ccusage(DEDUP, history)
+
+
+def test_corpus_copies_and_backups_total_what_ccusage_counts(corpus: Path, tmp_path: Path) -> None:
+    """The same tree built from the whole shared corpus (1.0.x and 2.x sessions, an
+    orphan subagent folder, root-level agent files)."""
+    dirs = build_history(tmp_path, corpus / "claude-code")
+    compare_with_ccusage(
+        DEDUP.with_name("ccusage_sessions_dedup_corpus.json"),
+        {"CLAUDE_CONFIG_DIR": ",".join(map(str, dirs))},
+    )
 
 
 def test_a_session_in_many_places_is_one_session(history: dict[str, str]) -> None:
