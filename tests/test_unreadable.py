@@ -200,3 +200,14 @@ def test_a_named_path_that_is_gone_is_reported_and_the_rest_read(tmp_path: Path)
     assert f"{gone}: no such file or directory" in result.stderr
     alone = invoke("analyze", "--json", str(gone))
     assert (alone.exit_code, alone.stderr) == (1, f"Error: {gone}: no such file or directory\n")
+
+
+def test_an_unreadable_file_name_reaches_the_terminal_sanitised(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "evil\x1b[31m.jsonl"
+    shutil.copy(RULES / "hit.jsonl", target)
+    fail_open_for(monkeypatch, target)
+    result = invoke("analyze", "--json", str(target), str(RULES / "hit.jsonl"))
+    assert result.exit_code == 0
+    assert "could not read 1 path(s)" in result.stderr and "\x1b" not in result.stderr

@@ -110,6 +110,7 @@ def report_unreadable(unreadable: list[LineIssue]) -> None:
     if not unreadable:
         return
     shown = "; ".join(f"{i.source}: {i.reason}" for i in unreadable[:MAX_LISTED_UNREADABLE])
+    shown = sanitize(shown)  # a file name may hold control characters
     extra = len(unreadable) - MAX_LISTED_UNREADABLE
     more = f" (+{extra} more)" if extra > 0 else ""
     click.echo(f"cachediag: could not read {len(unreadable)} path(s): {shown}{more}", err=True)
@@ -129,7 +130,7 @@ def finish_reading(
         errors = [f"nothing could be read ({len(unreadable)} path(s) unreadable)"]
     if errors:
         for message in errors[:-1]:
-            click.echo(f"Error: {message}", err=True)
+            click.echo(f"Error: {sanitize(message, lines=True)}", err=True)
         raise CachediagError(errors[-1])
 
 
