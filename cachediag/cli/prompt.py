@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from cachediag.analysis.session import StreamAnalysis
+from cachediag.cli.captures import capture_join, captures_option
 from cachediag.cli.common import (
     CachediagError,
     emit_json,
@@ -49,6 +50,7 @@ from cachediag.cli.common import (
     help="Also the findings of every other stream (subagents, side calls).",
 )
 @pricing_option
+@captures_option
 def prompt(
     log: Path,
     index: int | None,
@@ -58,11 +60,14 @@ def prompt(
     jq_filter: str | None,
     all_streams: bool,
     pricing_file: Path | None,
+    captures_dir: Path | None = None,
+    no_captures: bool = False,
 ) -> None:
     """Break one request's prompt down the way the cache sees it, and find the waste.
 
     LOG is a log with request bodies: a claude-trace capture, the capture proxy's
-    records, any request/response log ('-' for stdin). For one request (default: the
+    records, any request/response log ('-' for stdin), or a Claude Code transcript whose
+    requests went through 'cachediag proxy' (joined from --captures). For one request (default: the
     last of the main stream) it shows the tools, each system block and the conversation
     turn by turn, with estimated tokens (characters / 4, scaled so the sections add up to
     the provider's count), the breakpoints, and what was read from cache, written to it
@@ -85,7 +90,7 @@ def prompt(
     if index is not None and message_id is not None:
         raise click.UsageError("give --request or --message-id, not both")
     stdin = sys.stdin.buffer if str(log) == "-" else None
-    run = Run()
+    run = Run(enrich=capture_join(captures_dir, no_captures))
     sessions = list(run.sessions([log], stdin, time.time()))
     if run.errors or run.nothing_read:
         finish_reading(run.issues, run.unreadable, run.errors, run.nothing_read)
@@ -131,7 +136,8 @@ def prompt(
         raise CachediagError(
             f"{where} has no request body in this log; cachediag prompt needs request "
             "bodies (a claude-trace capture, the capture proxy's records, a "
-            "request/response log): transcripts and usage-only logs show no prompt"
+            "request/response log, or a transcript with --captures from the proxy): "
+            "transcripts and usage-only logs show no prompt"
         )
     from cachediag.report.prompt import StreamFindings
 
