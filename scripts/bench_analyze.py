@@ -392,6 +392,14 @@ def cachediag_env() -> dict[str, str]:
     return env
 
 
+def installed(how: str, extras: str = "") -> tuple[list[str], dict[str, str]]:
+    """The command to time and its environment: ``venv`` (as users run it, the default
+    of every benchmark script) or ``none`` (``python -m cachediag`` from this checkout)."""
+    if how == "venv":
+        return install_in_venv(REPO, extras)
+    return [sys.executable, "-m", "cachediag"], cachediag_env()
+
+
 def install_in_venv(repo: Path = REPO, extras: str = "") -> tuple[list[str], dict[str, str]]:
     """``repo`` installed as users install it, in a venv kept between runs; returns the
     console script's argv and an environment that cannot reach the checkout.

@@ -162,9 +162,19 @@ def main() -> None:
         action="append",
         help="cachediag --jobs values to try (default: the automatic choice).",
     )
+    parser.add_argument(
+        "--install",
+        choices=("venv", "none"),
+        default="venv",
+        help="venv: time cachediag pip-installed in a venv of its own, as users run it "
+        "(default); none: python -m cachediag from this checkout",
+    )
     args = parser.parse_args()
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_analyze import installed
+
+    command, installed_env = installed(args.install)
     if args.ccusage is None:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
         from bench_analyze import find_ccusage  # one way to find or install ccusage
 
         args.ccusage = find_ccusage()[0]
@@ -186,7 +196,7 @@ def main() -> None:
         for path in (tmp / "projects").rglob("*.jsonl"):
             path.read_bytes()
         print(f"load average before the runs: {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores)")
-        env = {**os.environ, "CLAUDE_CONFIG_DIR": str(tmp), "PYTHONPATH": str(ROOT), "TZ": "UTC"}
+        env = {**installed_env, "CLAUDE_CONFIG_DIR": str(tmp), "TZ": "UTC"}
         runs: list[tuple[str, list[str]]] = []
         for jobs in args.jobs or [0]:
             extra = [] if jobs == 0 else ["--jobs", str(jobs)]
@@ -195,9 +205,7 @@ def main() -> None:
                 (
                     label,
                     [
-                        sys.executable,
-                        "-m",
-                        "cachediag",
+                        *command,
                         "audit",
                         "--json",
                         "--no-progress",

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import subprocess
 import sys
@@ -29,6 +28,9 @@ sys.path.insert(0, str(ROOT / "fixtures" / "captures"))
 sys.path.insert(0, str(ROOT))
 
 import generate as gen  # noqa: E402  (fixtures/captures/generate.py)
+
+sys.path.insert(0, str(ROOT / "scripts"))
+from bench_analyze import installed  # noqa: E402  (one way to install what is timed)
 
 
 def write_capture(path: Path, target_bytes: int) -> int:
@@ -66,6 +68,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--mb", type=float, default=100.0)
     parser.add_argument("--keep", type=Path, help="write the capture here and keep it")
+    parser.add_argument(
+        "--install",
+        choices=("venv", "none"),
+        default="venv",
+        help="venv: time cachediag pip-installed in a venv of its own, as users run it "
+        "(default); none: python -m cachediag from this checkout",
+    )
     args = parser.parse_args()
     path = args.keep or Path(tempfile.mkdtemp()) / "capture.jsonl"
     requests = write_capture(path, int(args.mb * 1e6))
@@ -80,11 +89,11 @@ def main() -> None:
     main_requests = len(session.streams["main"].requests)
     assert main_requests == requests, (main_requests, requests)
 
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    command, env = installed(args.install)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "cachediag", "analyze", "--json", "--now", "0", str(path)],
+        [*command, "analyze", "--json", "--now", "0", str(path)],
         env=env, capture_output=True, check=True,
     )
     cli_s = time.perf_counter() - start

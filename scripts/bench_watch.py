@@ -137,15 +137,26 @@ def main() -> None:
     parser.add_argument(
         "--recent", action="store_true", help="all transcripts written just now (read at start)"
     )
+    parser.add_argument(
+        "--install",
+        choices=("venv", "none"),
+        default="venv",
+        help="venv: time cachediag pip-installed in a venv of its own, as users run it "
+        "(default); none: python -m cachediag from this checkout",
+    )
     opts = parser.parse_args()
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_analyze import installed
+
+    command, installed_env = installed(opts.install)
 
     with tempfile.TemporaryDirectory(prefix="cachediag-bench-watch-") as scratch:
         tree = Path(scratch) / "projects"
         started = time.perf_counter()
         files = build_tree(tree, opts.files, opts.recent)
         print(f"tree: {len(files)} transcripts in {tree} ({time.perf_counter() - started:.1f} s)")
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": f"{scratch}/cache"}
-        cmd = [sys.executable, "-m", "cachediag", "watch", "--json", str(tree)]
+        env = {**installed_env, "XDG_CACHE_HOME": f"{scratch}/cache"}
+        cmd = [*command, "watch", "--json", str(tree)]
         spawned = time.time()
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE)
         arrivals = Arrivals(proc)

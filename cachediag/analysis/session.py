@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from cachediag.analysis.ledger import Ledger, LedgerEntry, run_ledger
 from cachediag.analysis.summary import PromptCache, build_prompt_cache
-from cachediag.model import MAIN_STREAM, SessionLog, StreamLog
+from cachediag.model import MAIN_STREAM, SessionLog, StreamKind, StreamLog
 
 
 @dataclass(slots=True, frozen=True)
@@ -38,4 +39,15 @@ def analyze_session(log: SessionLog, now: float) -> SessionAnalysis:
     others = [analyze_stream(s, now) for sid, s in log.streams.items() if sid != MAIN_STREAM]
     # Streams in the order they started; those without requests last.
     others.sort(key=lambda a: (a.entries[0].record.at if a.entries else float("inf"), a.log.id))
+    # Side calls are numbered as their requests appeared; responses may come back in
+    # another order: among their own places they go 1, 2, ..., 9, 10.
+    places = [i for i, a in enumerate(others) if a.log.kind is StreamKind.SIDE_CALL]
+    numbered = sorted((others[i] for i in places), key=lambda a: _natural(a.log.id))
+    for i, a in zip(places, numbered, strict=True):
+        others[i] = a
     return SessionAnalysis(log, main, others)
+
+
+def _natural(name: str) -> tuple[tuple[int, int | str], ...]:
+    """``side-call-9`` before ``side-call-10``."""
+    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"(\d+)", name) if p)

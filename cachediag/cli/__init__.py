@@ -59,8 +59,37 @@ class Main(click.Group):
             raise click.ClickException(sanitize(str(exc), lines=True)) from exc
 
 
+def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    """The version, and what a bug report needs beside it: the scanner and the prices."""
+    if not value or ctx.resilient_parsing:
+        return
+    import os
+    import sys
+
+    from cachediag.ingest.native import SCANNER
+    from cachediag.pricing import pricing_source
+
+    if SCANNER:
+        scanner = "compiled (C extension)"
+    elif os.environ.get("CACHEDIAG_PURE_PYTHON", "") not in ("", "0"):
+        scanner = "Python (CACHEDIAG_PURE_PYTHON is set)"
+    else:
+        scanner = "Python (the C extension is not built)"
+    click.echo(f"cachediag {__version__} (Python {sys.version.split()[0]})")
+    click.echo(f"line scanner: {scanner}")
+    click.echo(f"prices: {pricing_source()}")
+    ctx.exit()
+
+
 @click.group(cls=Main, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="cachediag")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version, the line scanner in use and the price data, then exit.",
+)
 def main() -> None:
     """Find every prompt-cache miss in LLM agent sessions, name its cause, count its cost.
 
