@@ -392,6 +392,17 @@ def cachediag_env() -> dict[str, str]:
     return env
 
 
+def add_install_option(parser: argparse.ArgumentParser) -> None:
+    """``--install venv|none``, the same for every benchmark script."""
+    parser.add_argument(
+        "--install",
+        choices=("venv", "none"),
+        default="venv",
+        help="venv: time cachediag pip-installed in a venv of its own, as users run it "
+        "(default); none: python -m cachediag from this checkout",
+    )
+
+
 def installed(how: str, extras: str = "") -> tuple[list[str], dict[str, str]]:
     """The command to time and its environment: ``venv`` (as users run it, the default
     of every benchmark script) or ``none`` (``python -m cachediag`` from this checkout)."""

@@ -149,6 +149,9 @@ def total_tokens(doc: dict[str, object]) -> int:
 
 
 def main() -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_analyze import add_install_option, installed
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size-mb", type=float, default=1000)
     parser.add_argument(
@@ -162,16 +165,8 @@ def main() -> None:
         action="append",
         help="cachediag --jobs values to try (default: the automatic choice).",
     )
-    parser.add_argument(
-        "--install",
-        choices=("venv", "none"),
-        default="venv",
-        help="venv: time cachediag pip-installed in a venv of its own, as users run it "
-        "(default); none: python -m cachediag from this checkout",
-    )
+    add_install_option(parser)
     args = parser.parse_args()
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from bench_analyze import installed
 
     command, installed_env = installed(args.install)
     if args.ccusage is None:

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 import generate as gen  # noqa: E402  (fixtures/captures/generate.py)
 
 sys.path.insert(0, str(ROOT / "scripts"))
-from bench_analyze import installed  # noqa: E402  (one way to install what is timed)
+from bench_analyze import add_install_option, installed  # noqa: E402  (one way to install what is timed)
 
 
 def write_capture(path: Path, target_bytes: int) -> int:
@@ -68,13 +68,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--mb", type=float, default=100.0)
     parser.add_argument("--keep", type=Path, help="write the capture here and keep it")
-    parser.add_argument(
-        "--install",
-        choices=("venv", "none"),
-        default="venv",
-        help="venv: time cachediag pip-installed in a venv of its own, as users run it "
-        "(default); none: python -m cachediag from this checkout",
-    )
+    add_install_option(parser)
     args = parser.parse_args()
     path = args.keep or Path(tempfile.mkdtemp()) / "capture.jsonl"
     requests = write_capture(path, int(args.mb * 1e6))

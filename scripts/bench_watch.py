@@ -129,6 +129,9 @@ class Arrivals:
 
 
 def main() -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_analyze import add_install_option, installed
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--files", type=int, default=1000)
     parser.add_argument("--idle-s", type=float, default=30.0)
@@ -137,16 +140,8 @@ def main() -> None:
     parser.add_argument(
         "--recent", action="store_true", help="all transcripts written just now (read at start)"
     )
-    parser.add_argument(
-        "--install",
-        choices=("venv", "none"),
-        default="venv",
-        help="venv: time cachediag pip-installed in a venv of its own, as users run it "
-        "(default); none: python -m cachediag from this checkout",
-    )
+    add_install_option(parser)
     opts = parser.parse_args()
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from bench_analyze import installed
 
     command, installed_env = installed(opts.install)
 
