@@ -89,6 +89,7 @@ def audit_inputs(command: F) -> F:
         click.option(
             "--top",
             type=click.IntRange(min=0),
+            metavar="N",
             default=10,
             show_default=True,
             help="How many of the most expensive misses to list.",
@@ -102,6 +103,7 @@ def audit_inputs(command: F) -> F:
         click.option(
             "--jobs",
             type=click.IntRange(min=1),
+            metavar="N",
             default=None,
             help="Processes, this one included (default: one per core from 4 MB of input, else 1).",
         ),
