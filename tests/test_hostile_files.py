@@ -410,3 +410,37 @@ def test_state_of_vanished_transcripts_is_removed(tmp_path: Path, cache_home: Pa
     assert Path(state.state_path(str(kept), str(cache_home))).exists()
     assert "housekeeping" in (cache_home / "statusline.log").read_text()
     assert state.sweep(str(folder)) == 0  # not again within the day
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads VmHWM (Linux)")
+def test_batch_reader_skips_an_overlong_line_in_bounded_memory(tmp_path: Path) -> None:
+    """Finding 9 (past the first lines, which format detection reads): a 200 MB line is
+    skipped as one bad line without being held; the requests around it are read."""
+    lines = (RULES / "ttl_expired_5m.jsonl").read_bytes().splitlines(keepends=True)
+    path = tmp_path / "long.jsonl"
+    with path.open("wb") as fp:
+        fp.write(lines[0] + b'{"type":"progress","data":"y"}\n' * 40)
+        fp.write(b'{"type":"progress","data":"' + b"x" * (200 << 20) + b'"}\n')
+        fp.write(b"".join(lines[1:]))
+    report_peak = (
+        "import atexit,sys;from cachediag.entry import main;"
+        "atexit.register(lambda: sys.stderr.write([l for l in open('/proc/self/status')"
+        " if l.startswith('VmHWM')][0]));main()"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", report_peak, "analyze", "--json", str(path)],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout.splitlines()[0])
+    plain = json.loads(
+        CliRunner().invoke(main, ["analyze", "--json", str(RULES / "ttl_expired_5m.jsonl")]).stdout
+    )
+    assert got["prompt_cache"] == plain["prompt_cache"]
+    assert f"{path}:42: line longer than 64 MiB" in proc.stderr
+    peak_kib = int(proc.stderr.split("VmHWM:")[1].split()[0])
+    assert peak_kib < 160 * 1024  # the line is 200 MB; the cap 64 MiB

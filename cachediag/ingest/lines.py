@@ -14,7 +14,7 @@ except ImportError:  # pragma: no cover - exercised only without orjson
     from json import loads as _loads  # type: ignore[assignment]
 
 from cachediag.ingest.native import SCANNER
-from cachediag.ingest.needles import py_wanted_lines
+from cachediag.ingest.needles import MAX_LINE_BYTES, py_wanted_lines
 from cachediag.model import LineIssue
 
 JsonObject = dict[str, Any]
@@ -59,11 +59,18 @@ def iter_objects(
     return parse_numbered(numbered, source, issues)
 
 
+OVERLONG = b"\x00 a line longer than MAX_LINE_BYTES \x00"
+"""What ``scan_lines`` yields in place of a line it skipped for its length."""
+
+
 def parse_numbered(
     numbered: Iterable[tuple[int, bytes]], source: str, issues: list[LineIssue]
 ) -> Iterator[tuple[int, JsonObject]]:
     """Parse numbered raw lines; a bad one becomes an issue with its number."""
     for number, raw in numbered:
+        if raw is OVERLONG:
+            issues.append(LineIssue(source, number, f"line longer than {MAX_LINE_BYTES >> 20} MiB"))
+            continue
         if not raw.strip():
             continue
         try:
@@ -93,20 +100,36 @@ def scan_lines(
     """
     line = first_line
     carry: list[bytes] = []
+    carried = 0
+    skipping = False
     while True:
         block = stream.read(CHUNK_BYTES)
         cut = 0
-        if carry:
+        if skipping:  # inside a line longer than the cap: on to its newline, unread
+            cut = block.find(b"\n") + 1
+            if block and cut == 0:
+                continue
+            yield line, OVERLONG
+            line += 1
+            skipping = False
+        elif carry:
             cut = block.find(b"\n") + 1 if block else len(block)
             if block and cut == 0:  # one line longer than a chunk: keep reading
                 carry.append(block)
+                carried += len(block)
+                if carried > MAX_LINE_BYTES:  # never held whole: skipped as a bad line
+                    carry, carried, skipping = [], 0, True
                 continue
             joined = b"".join([*carry, block[:cut]])
-            carry = []
-            found, newlines = scan_chunk(joined, 0, len(joined), needles)
-            for index, start, stop in found:
-                yield line + index, joined[start:stop]
-            line += newlines
+            carry, carried = [], 0
+            if len(joined) > MAX_LINE_BYTES:
+                yield line, OVERLONG
+                line += 1
+            else:
+                found, newlines = scan_chunk(joined, 0, len(joined), needles)
+                for index, start, stop in found:
+                    yield line + index, joined[start:stop]
+                line += newlines
         if not block:
             return
         end = block.rfind(b"\n") + 1
@@ -117,6 +140,7 @@ def scan_lines(
             line += newlines
         if end < len(block):
             carry.append(block[max(end, cut) :])
+            carried = len(carry[0])
 
 
 def py_scan_chunk(
