@@ -8,10 +8,10 @@ them; times, TTLs and the order of the stream stay the transcript's. A miss whos
 and predecessor both found their records gets every cause exactly; one with only one of
 them keeps the transcript's inference.
 
-The index is built from a cheap scan (a regular expression per line finds the ids, no
-JSON parsing) and parses only the lines a lookup asks for. It is incremental: ``refresh``
-scans only what the day files gained, so a long-lived caller (the live view, a status
-line keeping its state) pays for new lines only. Standard library only.
+The index (``analyze``, ``explain``) is built from a cheap scan (``bytes.find`` of the id
+keys, no JSON parsing) and parses only the lines a lookup asks for; ``refresh`` scans
+only what the day files gained. Live readers (the status line, ``watch``) use no index:
+``LiveJoin`` finds each record by its time. Standard library only.
 """
 
 from __future__ import annotations
@@ -27,7 +27,9 @@ from cachediag.ingest.lines import BadLine, parse_line
 from cachediag.model import BlockPrint, Fingerprint, RequestRecord, ServerReason, SessionLog
 from cachediag.proxy.logfiles import day_files, default_log_dir
 
-_ID = re.compile(rb'"(message_id|request_id)"\s*:\s*"([^"\\]{1,200})"')
+_ID_KEYS = (b'"message_id":"', b'"request_id":"')
+"""As the proxy writes them (compact JSON): found with ``bytes.find``, several times faster
+than a regular expression over a month of records."""
 _TUPLE_FIELDS = frozenset(
     {"system_hashes", "system_cache_control", "betas", "message_hashes", "message_roles"}
 )
@@ -125,13 +127,16 @@ class CaptureIndex:
         except OSError:
             return start, 0
         end = data.rfind(b"\n") + 1  # a half-written last line waits for its newline
-        count = 0
-        pos = 0
+        pos = count = 0
         while pos < end:
             nl = data.index(b"\n", pos)
-            line = data[pos:nl]
-            for match in _ID.finditer(line):
-                self.where.setdefault(match.group(2).decode(), (path.name, start + pos))
+            for key in _ID_KEYS:
+                at = data.find(key, pos, nl)
+                if at >= 0:
+                    value_end = data.find(b'"', at + len(key), nl)
+                    if value_end > 0:
+                        value = data[at + len(key) : value_end].decode("utf-8", "replace")
+                        self.where.setdefault(value, (path.name, start + pos))
             count += 1
             pos = nl + 1
         return start + end, count
@@ -214,11 +219,12 @@ class CaptureJoin:
 
 
 _AT = re.compile(rb'"at"\s*:\s*(-?[0-9][0-9.eE+-]*)')
-WINDOW_BEFORE_S = 120.0
+WINDOW_BEFORE_S = 10.0
 WINDOW_AFTER_S = 900.0
-"""A capture record is written when the answer's last byte arrives; the transcript line of
-the same answer is stamped within seconds of it (a long stream: minutes). Records outside
-this window around the transcript's time are not looked at."""
+"""A capture record is stamped when the answer's last byte arrives; Claude Code stamps the
+transcript lines of the same answer as its blocks complete, so no later than that (a
+long stream: minutes earlier). Records outside this window around the transcript's time
+are not looked at; the scan starts at its beginning and stops at the record."""
 _BLOCK = 1 << 16
 
 
