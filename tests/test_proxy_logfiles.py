@@ -84,7 +84,9 @@ def test_concurrent_appends_never_interleave(tmp_path: Path) -> None:
         t.join()
     for log in logs:
         log.close()
-    lines = (tmp_path / day_file_name(NOON)).read_bytes().splitlines()
+    # A proxy opening the file while another's append is half-way sees no final newline
+    # and adds one: at worst a blank line, which readers skip; never a broken record.
+    lines = [x for x in (tmp_path / day_file_name(NOON)).read_bytes().splitlines() if x]
     assert len(lines) == 100 and set(lines) == {line}
 
 

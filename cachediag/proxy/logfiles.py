@@ -92,7 +92,9 @@ class CaptureLog:
         if stat.S_IMODE(info.st_mode) != 0o600:
             os.fchmod(fd, 0o600)
         if info.st_size and not _ends_with_newline(name, self._dir_fd):
-            os.write(fd, b"\n")  # close the line a crash left unfinished
+            # Close the line a crash left unfinished. (Another proxy's append seen half
+            # done makes this a blank line after it, which readers skip.)
+            os.write(fd, b"\n")
         self._fd, self._name = fd, name
         self.prune()
 
