@@ -251,3 +251,28 @@ def _analyze_lines(*paths: Path) -> list[str]:
     result = CliRunner().invoke(main, ["analyze", "--json", "--now", "0", *map(str, paths)])
     assert result.exit_code == 0, result.output
     return result.stdout.splitlines()
+
+
+def test_capture_side_calls_share_a_lane_and_tool_names_show(
+    browser: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    capture = ROOT / "fixtures" / "captures" / "tools_changed.jsonl"
+    opened = Opened(browser, write_report(tmp_path_factory.mktemp("capture"), str(capture)))
+    page = opened.page
+    try:
+        lanes = page.evaluate(
+            "echarts.getInstanceByDom(document.getElementById('timeline'))"
+            ".getOption().yAxis.map(a => a.name)"
+        )
+        side_calls = [
+            s for s in json.loads(_analyze_lines(capture)[0])["streams"] if s["kind"] == "side_call"
+        ]
+        assert len(side_calls) > 1
+        assert lanes[0] == "main"
+        assert f"side calls ({len(side_calls)} streams)" in lanes
+        cause = page.locator('#miss-table tr[data-stream="main"] td.cause').first.inner_text()
+        assert cause == "tools_changed (+WebFetch; -LS)"  # as explain names them
+        assert opened.errors() == []
+        assert opened.requests == [opened.url]
+    finally:
+        page.close()

@@ -30,8 +30,8 @@ EVENT_FIELDS = (
     "reprocessed_tokens",
     "miss_cost_usd",
     "announced",
-    "tools_added",
-    "tools_removed",
+    "tools_added_names",
+    "tools_removed_names",
     "system_char_delta",
     "first_rewritten_message",
 )
@@ -171,6 +171,7 @@ def session_page(
             "replayed_responses": obj["replayed_responses"],
             "non_model_calls": obj["non_model_calls"],
             "skipped_lines": obj["skipped_lines"],
+            "unreadable_files": obj.get("unreadable_files", 0),
         },
         "models": models,
         "lanes": lanes,

@@ -68,11 +68,12 @@
     if (e.outcome === "expected") return "expected (" + (e.announced || "rebuild") + ")";
     var text = (e.causes && e.causes.length) ? e.causes.join(", ") : "unknown";
     var extras = [];
-    if (e.tools_added && e.tools_added.length) extras.push("+" + e.tools_added.join(","));
-    if (e.tools_removed && e.tools_removed.length) extras.push("-" + e.tools_removed.join(","));
+    if (e.tools_added_names && e.tools_added_names.length) extras.push("+" + e.tools_added_names.join(","));
+    if (e.tools_removed_names && e.tools_removed_names.length) extras.push("-" + e.tools_removed_names.join(","));
     if (e.system_char_delta != null) {
       extras.push("system " + (e.system_char_delta >= 0 ? "+" : "") + e.system_char_delta + " chars");
     }
+    if (e.first_rewritten_message != null) extras.push("first rewritten message " + e.first_rewritten_message);
     if (extras.length) text += " (" + extras.join("; ") + ")";
     if (e.cause_source && e.cause_source !== "inferred") text += " [" + e.cause_source + "]";
     return text;

@@ -41,6 +41,7 @@
     if (s.notes.replayed_responses) notes.push(s.notes.replayed_responses + " response(s) counted in an earlier session's file");
     if (s.notes.non_model_calls) notes.push(s.notes.non_model_calls + " non-model call(s) passed over");
     if (s.notes.skipped_lines) notes.push(s.notes.skipped_lines + " line(s) skipped");
+    if (s.notes.unreadable_files) notes.push(s.notes.unreadable_files + " file(s) could not be read");
     if (notes.length) summary.appendChild(el("div", { class: "sub", text: notes.join("; ") }));
     drawTimeline(s);
     drawMissTable(s, focus);
