@@ -80,3 +80,13 @@ def state_of(t: Path, cache_home: Path) -> dict[str, Any]:
 def requests_seen(t: Path) -> int:
     obj = json.loads(run_line({"transcript_path": str(t)}, "--json"))
     return int(obj["prompt_cache"]["requests"])
+
+
+REPORT_PEAK = (
+    "import atexit,sys;from cachediag.entry import main;"
+    "atexit.register(lambda: sys.stderr.write([l for l in open('/proc/self/status')"
+    " if l.startswith('VmHWM')][0]));main()"
+)
+"""``python -c REPORT_PEAK ARGS...`` runs cachediag and writes its own peak memory
+(``VmHWM``) to stderr: ``ru_maxrss`` would count the test process it was forked from,
+which Linux carries across exec."""

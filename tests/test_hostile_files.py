@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from cachediag.cli import main
 from cachediag.statusline import install, state
 from tests.conftest import ROOT, RULES
-from tests.statusline_support import T0, THREE, cache_home, run_line, write
+from tests.statusline_support import REPORT_PEAK, T0, THREE, cache_home, run_line, write
 
 __all__ = ["cache_home"]
 
@@ -422,13 +422,8 @@ def test_batch_reader_skips_an_overlong_line_in_bounded_memory(tmp_path: Path) -
         fp.write(lines[0] + b'{"type":"progress","data":"y"}\n' * 40)
         fp.write(b'{"type":"progress","data":"' + b"x" * (200 << 20) + b'"}\n')
         fp.write(b"".join(lines[1:]))
-    report_peak = (
-        "import atexit,sys;from cachediag.entry import main;"
-        "atexit.register(lambda: sys.stderr.write([l for l in open('/proc/self/status')"
-        " if l.startswith('VmHWM')][0]));main()"
-    )
     proc = subprocess.run(
-        [sys.executable, "-c", report_peak, "analyze", "--json", str(path)],
+        [sys.executable, "-c", REPORT_PEAK, "analyze", "--json", str(path)],
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         capture_output=True,
         text=True,

@@ -91,17 +91,23 @@ def test_append_is_not_a_rewrite(tmp_path: Path) -> None:
     assert change_of(str(t), live.files[str(t)]) is None
 
 
-def test_unreadable_subagent_costs_only_its_stream(tmp_path: Path, cache_home: Path) -> None:
-    """Issue 10: one agent file that cannot be read leaves the main line and the other
-    agents as they are; the file is named, and read once it can be."""
-    if os.geteuid() == 0:
-        pytest.skip("root reads a chmod 000 file")
+def session_with_two_agents(tmp_path: Path) -> tuple[Path, Path]:
+    """A main transcript (3 requests) and two agent files (2 each); the agents' folder."""
     t = tmp_path / "s1.jsonl"
     write(t, THREE)
     agents = tmp_path / "s1" / "subagents"
     agents.mkdir(parents=True)
     write(agents / "agent-a1.jsonl", THREE[:2])
     write(agents / "agent-a2.jsonl", THREE[:2])
+    return t, agents
+
+
+def test_unreadable_subagent_costs_only_its_stream(tmp_path: Path, cache_home: Path) -> None:
+    """Issue 10: one agent file that cannot be read leaves the main line and the other
+    agents as they are; the file is named, and read once it can be."""
+    if os.geteuid() == 0:
+        pytest.skip("root reads a chmod 000 file")
+    t, agents = session_with_two_agents(tmp_path)
     (agents / "agent-a2.jsonl").chmod(0)
     obj = status_json(t, T0 + 1000)
     assert obj["prompt_cache"]["requests"] == 3 and obj["cachediag"]["transcript"] == "read"
@@ -156,12 +162,7 @@ def test_agent_file_failing_to_read_as_root_too(
     """chmod 000 does not stop root (CI runs as root): the same failure, simulated."""
     from cachediag.follow import session
 
-    t = tmp_path / "s1.jsonl"
-    write(t, THREE)
-    agents = tmp_path / "s1" / "subagents"
-    agents.mkdir(parents=True)
-    write(agents / "agent-a1.jsonl", THREE[:2])
-    write(agents / "agent-a2.jsonl", THREE[:2])
+    t, agents = session_with_two_agents(tmp_path)
     real_open = session.open_regular_fd
 
     def denied(path: str) -> int:

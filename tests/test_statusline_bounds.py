@@ -17,7 +17,7 @@ import pytest
 from cachediag.follow.session import LiveSession
 from cachediag.ingest.needles import MAX_LINE_BYTES
 from tests.conftest import ROOT, SPOTTER_SESSION
-from tests.statusline_support import THREE, cache_home, run_line, state_of, write
+from tests.statusline_support import REPORT_PEAK, THREE, cache_home, run_line, state_of, write
 
 __all__ = ["cache_home"]
 
@@ -75,16 +75,9 @@ def test_newline_free_transcript_in_bounded_memory(tmp_path: Path) -> None:
     with t.open("wb") as fp:
         fp.truncate(400 << 20)
     stdin = json.dumps({"transcript_path": str(t)}).encode()
-    # The child reports its own peak (VmHWM: ru_maxrss would count the test process it
-    # was forked from, which Linux carries across exec).
-    report_peak = (
-        "import atexit,sys;from cachediag.entry import main;"
-        "atexit.register(lambda: sys.stderr.write([l for l in open('/proc/self/status')"
-        " if l.startswith('VmHWM')][0]));main()"
-    )
     for _ in range(2):
         proc = subprocess.run(
-            [sys.executable, "-c", report_peak, *CMD[3:]],
+            [sys.executable, "-c", REPORT_PEAK, *CMD[3:]],
             input=stdin,
             env=_env(tmp_path),
             capture_output=True,
