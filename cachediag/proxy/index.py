@@ -179,7 +179,11 @@ def _read_line(path: Path, offset: int) -> bytes | None:
 def join_record(record: RequestRecord, index: CaptureIndex) -> RequestRecord:
     if record.fingerprint is not None:
         return record  # the log saw the body itself
-    found = index.lookup(record.message_id, record.request_id)
+    return with_capture(record, index.lookup(record.message_id, record.request_id))
+
+
+def with_capture(record: RequestRecord, found: Captured | None) -> RequestRecord:
+    """``record`` with what its capture adds; the transcript's own diagnostics win."""
     if found is None:
         return record
     return dataclasses.replace(
@@ -244,15 +248,7 @@ class LiveJoin:
             return item
         if item.message_id is None:
             return item
-        found = find_captured(self.folder, item.message_id, item.at)
-        if found is None:
-            return item
-        return dataclasses.replace(
-            item,
-            fingerprint=found.fingerprint,
-            server_reason=item.server_reason or found.server_reason,
-            applied_edits=item.applied_edits or found.applied_edits,
-        )
+        return with_capture(item, find_captured(self.folder, item.message_id, item.at))
 
 
 def live_join() -> LiveJoin | None:
