@@ -85,6 +85,35 @@ def test_an_empty_pipe_means_the_history(history: Path, args: list[str], expecte
     assert b"waiting for a log" not in result.stderr
 
 
+@pytest.mark.parametrize("blank", [b"\n", b"  \n\n\t\n"])
+def test_a_pipe_of_blank_lines_means_the_history(history: Path, blank: bytes) -> None:
+    # ``echo '' | cachediag analyze`` sends a newline and no log.
+    result = subprocess.run(
+        command("audit", "--jq", ".sessions"),
+        input=blank,
+        capture_output=True,
+        env=env(history),
+        timeout=120,
+        check=False,
+    )
+    assert (result.returncode, result.stdout) == (0, b"3\n"), result.stderr
+
+
+def test_a_blank_redirected_file_means_the_history(history: Path, tmp_path: Path) -> None:
+    blank = tmp_path / "blank.jsonl"
+    blank.write_bytes(b"\n\n")
+    with blank.open("rb") as stdin:
+        result = subprocess.run(
+            command("audit", "--jq", ".sessions"),
+            stdin=stdin,
+            capture_output=True,
+            env=env(history),
+            timeout=120,
+            check=False,
+        )
+    assert (result.returncode, result.stdout) == (0, b"3\n"), result.stderr
+
+
 def test_an_empty_redirected_file_means_the_history(history: Path, tmp_path: Path) -> None:
     empty = tmp_path / "empty.jsonl"
     empty.write_bytes(b"")

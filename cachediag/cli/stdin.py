@@ -19,6 +19,7 @@ import click
 
 HINT_AFTER_S = 1.0
 FIRST_READ = 1 << 16
+WHITESPACE_BOUND = 1 << 20
 
 
 class _Prefixed(io.RawIOBase):
@@ -62,10 +63,12 @@ def piped_log(command: str, stream: IO[bytes] | None = None) -> IO[bytes] | None
     fd, mode = found
     if stat.S_ISREG(mode):
         try:
-            left = os.fstat(fd).st_size - os.lseek(fd, 0, os.SEEK_CUR)
+            at = os.lseek(fd, 0, os.SEEK_CUR)
+            left = os.fstat(fd).st_size - at
+            blank = 0 < left <= WHITESPACE_BOUND and not os.pread(fd, left, at).strip()
         except OSError:
             return stream
-        return stream if left > 0 else None
+        return stream if left > 0 and not blank else None
     if not stat.S_ISFIFO(mode) and not stat.S_ISSOCK(mode):
         return None
     try:
@@ -79,6 +82,13 @@ def piped_log(command: str, stream: IO[bytes] | None = None) -> IO[bytes] | None
             err=True,
         )
     first = os.read(fd, FIRST_READ)
+    # ``echo '' |`` or a script printing a stray newline sends no log either: read on
+    # while only whitespace came (kept, so line numbers stay right), up to a bound.
+    while first and not first.strip() and len(first) < WHITESPACE_BOUND:
+        more = os.read(fd, FIRST_READ)
+        if not more:
+            return None
+        first += more
     if not first:
         return None
     return io.BufferedReader(_Prefixed(first, fd))
