@@ -99,6 +99,20 @@ def test_failure_is_logged_not_printed(
     log = (cache_home / "statusline.log").read_text()
     assert "RuntimeError" in log and "fast.py" in log
     assert run_line(b"{}", "--bogus") == "cache ?"
+    assert "unknown argument '--bogus'" in (cache_home / "statusline.log").read_text()
+
+
+def test_a_value_error_quoting_log_content_is_logged_without_it(
+    monkeypatch: pytest.MonkeyPatch, cache_home: Path
+) -> None:
+    # int() and fromisoformat() quote what they failed on, which may be transcript text.
+    def leaky(*args: Any, **kwargs: Any) -> None:
+        int("SECRET-CANARY-7f3a")
+
+    monkeypatch.setattr(fast, "build_view", leaky)
+    assert run_line({"transcript_path": "x"}) == "cache ?"
+    log = (cache_home / "statusline.log").read_text()
+    assert "ValueError" in log and "SECRET-CANARY" not in log
 
 
 def test_format_template_and_colour(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -50,9 +50,9 @@ def _seconds(name: str, value: str, low: float, high: float) -> float:
     try:
         number = float(value)
     except ValueError:
-        raise ValueError(f"{name} must be a number, not {value[:40]!r}") from None
+        raise render.UsageError(f"{name} must be a number, not {value[:40]!r}") from None
     if not low <= number <= high:  # NaN fails this too
-        raise ValueError(f"{name} must be between {low:g} and {high:g}")
+        raise render.UsageError(f"{name} must be between {low:g} and {high:g}")
     return number
 
 
@@ -67,7 +67,7 @@ def parse_args(args: list[str]) -> Options:
         if name in ("--format", "--now", "--budget") and not eq:
             following = next(it, None)
             if following is None:
-                raise ValueError(f"{name} needs a value")
+                raise render.UsageError(f"{name} needs a value")
             value = following
         if name == "--json" and not eq:
             opts.as_json = True
@@ -81,7 +81,7 @@ def parse_args(args: list[str]) -> Options:
         elif name == "--budget":
             opts.budget_s = _seconds("--budget", value, 0.05, 60)
         else:
-            raise ValueError(f"unknown argument {name!r}; {USAGE}")
+            raise render.UsageError(f"unknown argument {name!r}; {USAGE}")
     return opts
 
 
@@ -118,7 +118,7 @@ def _describe(exc: BaseException) -> str:
     frames = traceback.extract_tb(exc.__traceback__)
     where = " <- ".join(f"{os.path.basename(f.filename)}:{f.lineno}" for f in reversed(frames))
     # The exception's class and where it happened; its message only when it is ours.
-    text = str(exc)[:200] if isinstance(exc, ValueError | OSError) else ""
+    text = str(exc)[:200] if isinstance(exc, render.UsageError | state.BadState | OSError) else ""
     return f"{type(exc).__name__}: {text} at {where}"
 
 

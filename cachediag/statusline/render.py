@@ -10,6 +10,12 @@ import math
 
 from cachediag.text import sanitize
 
+
+class UsageError(ValueError):
+    """A mistake in the status line's own arguments: its message is ours and safe to log
+    (a ValueError from parsing log values may quote them, so its text is never logged)."""
+
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs milliseconds at run time; the warm path avoids it
     from collections.abc import Callable
@@ -220,10 +226,10 @@ def parse_format(template: str) -> list[tuple[str, str | None]]:
         if ch == "{":
             end = template.find("}", i)
             if end < 0:
-                raise ValueError("unclosed '{' in --format")
+                raise UsageError("unclosed '{' in --format")
             name = template[i + 1 : end].strip()
             if name not in FIELDS:
-                raise ValueError(f"unknown --format field {name!r}")
+                raise UsageError(f"unknown --format field {name!r}")
             parts.append(("".join(literal), name))
             literal = []
             i = end + 1
