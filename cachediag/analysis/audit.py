@@ -32,6 +32,12 @@ class GroupBy(StrEnum):
     MODEL = "model"
     CAUSE = "cause"
     STREAM_KIND = "stream-kind"
+    # Labels given at export (cachediag export --label): datasets only.
+    HOST = "host"
+    USER = "user"
+
+
+DATASET_ONLY = frozenset({GroupBy.HOST, GroupBy.USER})
 
 
 @dataclass(slots=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
@@ -27,7 +27,15 @@ from cachediag.analysis.costs import PER_TOKEN, ModelPrices, PriceFn, request_co
 from cachediag.analysis.ledger import LedgerEntry, Outcome
 from cachediag.model import TTL_SECONDS, RequestRecord
 
-__all__ = ["Policy", "PolicyResult", "PriceFn", "WhatIf", "replay_stream", "replay_streams"]
+__all__ = [
+    "Policy",
+    "PolicyResult",
+    "PriceFn",
+    "WhatIf",
+    "replay_rows",
+    "replay_stream",
+    "replay_streams",
+]
 
 KEEP_ALIVE_EVERY_S = 270.0
 """A keep-alive is sent 4.5 minutes into a pause, before the 5-minute entry expires."""
@@ -136,27 +144,36 @@ def _priced(record: RequestRecord, write_ttl: str, prices: ModelPrices) -> float
     )
 
 
-def _replay_as_happened(entries: list[LedgerEntry], price_of: PriceFn) -> PolicyResult:
-    result = PolicyResult(Policy.AS_HAPPENED)
-    for e in entries:
-        prices = price_of(e.record)
-        if prices is None:
-            result.unpriced_requests += 1
-        else:
-            result.cost_usd += request_cost_usd(e.record, prices)
-        result.misses += e.outcome is Outcome.MISS
+def replay_stream(entries: list[LedgerEntry], policy: Policy, price_of: PriceFn) -> PolicyResult:
+    """Cost and misses of one stream's requests had ``policy`` been in force."""
+    result = PolicyResult(policy)
+    for row in replay_rows(entries, policy, price_of):
+        result.add(row)
     return result
 
 
-def replay_stream(entries: list[LedgerEntry], policy: Policy, price_of: PriceFn) -> PolicyResult:
-    """Cost and misses of one stream's requests had ``policy`` been in force."""
+def replay_rows(
+    entries: list[LedgerEntry], policy: Policy, price_of: PriceFn
+) -> Iterator[PolicyResult]:
+    """What each request of a stream adds under ``policy``, one result per entry, in
+    order (the keep-alives sent in the pause before a request count with it): the sum
+    is ``replay_stream``, and a dataset stores these per request so that any engine can
+    add them up."""
     if policy is Policy.AS_HAPPENED:
-        return _replay_as_happened(entries, price_of)
-    result = PolicyResult(policy)
+        for e in entries:
+            row = PolicyResult(policy, misses=int(e.outcome is Outcome.MISS))
+            prices = price_of(e.record)
+            if prices is None:
+                row.unpriced_requests = 1
+            else:
+                row.cost_usd = request_cost_usd(e.record, prices)
+            yield row
+        return
     write_ttl = "1h" if policy is Policy.TTL_1H else "5m"
     ttl_in_force = write_ttl
     prev: RequestRecord | None = None
     for i, e in enumerate(entries):
+        result = PolicyResult(policy)
         r = e.record
         prices = price_of(r)
         outcome = e.outcome
@@ -199,13 +216,14 @@ def replay_stream(entries: list[LedgerEntry], policy: Policy, price_of: PriceFn)
                 write_ttl = "1h"
                 ttl_in_force = "5m" if r.cache_creation_tokens > 0 else ttl_in_force
                 prev = r
+                yield result
                 continue
         result.misses += outcome is Outcome.MISS
         _price_into(result, r, write_ttl, prices)
         if i == 0 or r.cache_creation_tokens > 0:
             ttl_in_force = write_ttl
         prev = r
-    return result
+        yield result
 
 
 def _as_hit(record: RequestRecord, reprocessed: int) -> RequestRecord:

@@ -18,6 +18,7 @@ COMMANDS = {
     "analyze": "cachediag.cli.analyze:analyze",
     "audit": "cachediag.cli.audit:audit",
     "explain": "cachediag.cli.explain:explain",
+    "export": "cachediag.cli.export:export",
     "proxy": "cachediag.cli.proxy:proxy",
     "report": "cachediag.cli.report:report",
     "prompt": "cachediag.cli.prompt:prompt",

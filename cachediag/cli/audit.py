@@ -23,7 +23,19 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
 
-BY_CHOICES = ["session", "project", "day", "week", "month", "gap", "model", "cause", "stream-kind"]
+BY_CHOICES = [
+    "session",
+    "project",
+    "day",
+    "week",
+    "month",
+    "gap",
+    "model",
+    "cause",
+    "stream-kind",
+    "host",
+    "user",
+]
 
 
 def iso_bound(at: float | None) -> str | None:
@@ -179,6 +191,20 @@ def report_run_errors(run: AuditRun[Any]) -> None:
 )
 @click.option("--csv", "as_csv", is_flag=True, help="CSV: a header row, then one row per group.")
 @click.option("--schema", is_flag=True, help="Print the JSON Schema of --json output and exit.")
+@click.option(
+    "--sql",
+    "as_sql",
+    is_flag=True,
+    help="Print the SQL of this audit over a table named requests holding a dataset "
+    "(cachediag export), for Spark, Trino, BigQuery..., and exit.",
+)
+@click.option(
+    "--sql-dialect",
+    type=click.Choice(["duckdb", "spark"]),
+    default="duckdb",
+    show_default=True,
+    help="Quoting and types of --sql.",
+)
 def audit(
     paths: tuple[Path, ...],
     by: str,
@@ -192,6 +218,8 @@ def audit(
     jq_filter: str | None,
     as_csv: bool,
     schema: bool,
+    as_sql: bool,
+    sql_dialect: str,
     pricing_file: Path | None,
     progress: bool | None,
     jobs: int | None,
@@ -201,7 +229,9 @@ def audit(
     PATHS are transcripts, session or project folders, or request logs ('-': stdin);
     default: a log piped on stdin, else all Claude Code history (~/.config/claude/projects
     and ~/.claude/projects, or each dir of $CLAUDE_CONFIG_DIR), each response counted once
-    however many copies hold it. Prices come from the bundled
+    however many copies hold it. PATHS that are datasets written by `cachediag export`
+    are audited by DuckDB over their Parquet files (--by host and --by user need one;
+    prices are those of the export). Prices come from the bundled
     genai-prices data unless --pricing names a file; a model without a price is shown
     as unpriced, never counted as $0.
 
@@ -212,6 +242,8 @@ def audit(
       cachediag audit --by gap                 miss rate by idle time: 5m or 1h TTL?
       cachediag audit --json | jq '.whatif.recommendation'
       cachediag audit --by model --csv > costs.csv
+      cachediag audit /shared/cachediag --by host
+      cachediag audit --sql --sql-dialect spark --by cause
     """
     from cachediag.analysis.audit import GroupBy
     from cachediag.report.audit import AuditReport
@@ -223,9 +255,23 @@ def audit(
     if as_json and as_csv:
         raise click.UsageError("--json (or --jq) and --csv are exclusive")
     window, display = audit_window(since, until, zone, now)
+    from cachediag.dataset.query import is_dataset
     from cachediag.report.audit import build_report
 
-    run: AuditRun[None] = read_audit(paths, window, display, top, pricing_file, progress, jobs)
+    run: AuditRun[None]
+    if as_sql or (paths and all(is_dataset(p) for p in paths)):
+        from cachediag.dataset.audit import dataset_audit, dataset_sql
+        from cachediag.pipeline_audit import AuditOptions
+
+        options = AuditOptions(window.since, window.until, top, pricing_file, display)
+        if as_sql:
+            click.echo(dataset_sql(GroupBy(by), options, sql_dialect), nl=False)
+            return
+        run = dataset_audit(list(paths), GroupBy(by), options)
+    elif by in ("host", "user"):
+        raise click.UsageError(f"--by {by} needs a dataset (cachediag export)")
+    else:
+        run = read_audit(paths, window, display, top, pricing_file, progress, jobs)
     report = build_report(
         run.audit,
         GroupBy(by),

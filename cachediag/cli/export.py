@@ -1,0 +1,118 @@
+"""``cachediag export``: the request ledger as a Parquet dataset (needs cachediag[fleet])."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from cachediag.cli.common import CachediagError, Progress, pricing_option, report_issues
+
+TTL_CHOICES = ["5m", "1h"]
+
+
+def _labels(values: tuple[str, ...]) -> dict[str, str]:
+    labels: dict[str, str] = {}
+    for value in values:
+        key, sep, label = value.partition("=")
+        if not sep or not key.strip() or not label.strip():
+            raise click.BadParameter(f"{value!r} is not key=value", param_hint="--label")
+        labels[key.strip()] = label.strip()
+    return labels
+
+
+@click.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "--output",
+    "-o",
+    required=True,
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Dataset folder (created if missing); a shared folder is fine.",
+)
+@click.option(
+    "--label",
+    "labels",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Label every row: host (default: this machine's name), user (default: login "
+    "name), or any other key (kept in the labels column). Repeatable.",
+)
+@pricing_option
+@click.option(
+    "--otel-ttl",
+    type=click.Choice(TTL_CHOICES),
+    default=None,
+    help="TTL assumed for OpenTelemetry requests whose TTL the export cannot tell "
+    "(default: $CACHEDIAG_OTEL_TTL, else 5m).",
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Processes, this one included (default: one per core from 4 MB of input, else 1).",
+)
+def export(
+    paths: tuple[Path, ...],
+    output: Path,
+    labels: tuple[str, ...],
+    pricing_file: Path | None,
+    otel_ttl: str | None,
+    jobs: int | None,
+) -> None:
+    """Write the per-request ledger of PATHS as a Parquet dataset in --output.
+
+    One row per API request (tokens, outcome, causes, costs, what-if shares; never any
+    text), in files DIR/day=YYYY-MM-DD/host=NAME/part-*.parquet with DIR/_schema.json.
+    Re-running adds only requests the dataset does not hold yet, so it is safe from cron
+    on every laptop into one shared folder. PATHS default to all Claude Code history.
+    Needs the extra: pip install 'cachediag[fleet]'.
+
+    \b
+    Examples:
+      cachediag export --output /shared/cachediag --label team=payments
+      cachediag audit /shared/cachediag --by host
+    """
+    parsed = _labels(labels)
+    if otel_ttl is not None:
+        from cachediag.ingest.otel import TTL_ENV
+
+        # Through the environment: forked workers read it where the exports are read.
+        os.environ[TTL_ENV] = otel_ttl
+    from cachediag.dataset.export import export_dataset
+    from cachediag.pipeline import default_paths
+
+    bar = Progress("sessions") if sys.stderr.isatty() else None
+    try:
+        run = export_dataset(
+            list(paths) or default_paths(),
+            output,
+            parsed,
+            pricing_file=pricing_file,
+            workers=jobs,
+            on_progress=None if bar is None else bar.update,
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+    s = run.stats
+    click.echo(
+        f"cachediag: {run.sessions_read} session(s), {s.read:,} request(s) read, {s.written:,} "
+        f"new written to {output} in {len(s.files)} file(s)",
+        err=True,
+    )
+    if s.assumed_ttl_rows:
+        from cachediag.ingest.otel import default_ttl
+
+        click.echo(
+            f"cachediag: {s.assumed_ttl_rows:,} request(s) had no TTL in the log "
+            f"(OpenTelemetry): {default_ttl()} assumed (--otel-ttl)",
+            err=True,
+        )
+    report_issues(run.issues)
+    if run.errors:
+        for message in run.errors[:-1]:
+            click.echo(f"Error: {message}", err=True)
+        raise CachediagError(run.errors[-1])

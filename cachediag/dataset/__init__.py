@@ -1,0 +1,44 @@
+"""The request ledger as a Parquet dataset, and the DuckDB queries over it (one room).
+
+``export`` writes what ``cachediag audit`` reads: one row per API request, no text, under
+a documented, versioned schema (``schema``), Hive-partitioned by day and host so that
+many laptops can add to one shared folder. ``query`` turns an audit into SQL that DuckDB
+runs over the files (and that Spark, Trino or BigQuery can run over the same data).
+
+DuckDB and pyarrow are the optional extra ``cachediag[fleet]``; they are imported only in
+this room, through ``require``, which names the extra when they are missing. ``rows`` and
+``schema`` import neither: worker processes build rows without them.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from cachediag.errors import CachediagError
+
+EXTRA = "cachediag[fleet]"
+
+
+class MissingExtraError(CachediagError):
+    """DuckDB or pyarrow is not installed."""
+
+
+def require(module: str) -> ModuleType:
+    """Import ``duckdb`` or ``pyarrow`` (or a submodule), or say which extra to install."""
+    from importlib import import_module
+
+    try:
+        return import_module(module)
+    except ImportError as exc:
+        raise MissingExtraError(
+            f"datasets need DuckDB and pyarrow: pip install '{EXTRA}' ({exc})"
+        ) from exc
+
+
+def arrow_table(result: object) -> object:
+    """A DuckDB result as a ``pyarrow.Table`` (the method's name changed in DuckDB 2)."""
+    for name in ("to_arrow_table", "fetch_arrow_table"):
+        method = getattr(result, name, None)
+        if method is not None:
+            return method()
+    raise MissingExtraError(f"this DuckDB cannot hand results to pyarrow; pip install '{EXTRA}'")

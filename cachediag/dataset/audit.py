@@ -1,0 +1,29 @@
+"""``cachediag audit`` over datasets: the library calls behind its dataset path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cachediag.analysis.audit import GroupBy
+from cachediag.dataset.query import Dialect, Window, audit_sql, run_audit
+from cachediag.errors import CachediagError
+from cachediag.pipeline_audit import AuditOptions, AuditRun
+
+
+def dataset_sql(by: GroupBy, options: AuditOptions, dialect: str) -> str:
+    window = Window(options.since, options.until, options.zone)
+    return audit_sql(by, window, Dialect(dialect), options.top)
+
+
+def dataset_audit(paths: list[Path], by: GroupBy, options: AuditOptions) -> AuditRun[None]:
+    if options.pricing_file is not None:
+        raise CachediagError(
+            "--pricing does not apply to a dataset: its rows were priced at export "
+            "(run cachediag export --pricing FILE into a new folder)"
+        )
+    window = Window(options.since, options.until, options.zone)
+    result = run_audit(paths, by, window, top=options.top)
+    run: AuditRun[None] = AuditRun(
+        result.audit, result.pricing_source, sessions_read=result.sessions
+    )
+    return run
