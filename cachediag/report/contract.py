@@ -193,6 +193,9 @@ class Session(BaseModel):
     named on stderr and the rest of the session is read."""
     cost: SessionCost | None = None
     requests: list[Request] | None = None
+    assumed_ttl: Literal["5m", "1h"] | None = None
+    """Present when the log could not tell some requests' TTL (OpenTelemetry events have
+    no 5m/1h split): the TTL they were given ($CACHEDIAG_OTEL_TTL, default 5m)."""
 
 
 def analyze_schema() -> dict[str, Any]:

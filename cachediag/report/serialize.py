@@ -224,6 +224,8 @@ def session_dict(
         "skipped_lines": len(log.issues),
         "unreadable_files": len(log.unreadable),
     }
+    if log.assumed_ttl is not None:
+        out["assumed_ttl"] = log.assumed_ttl
     if costs is not None:
         out["cost"] = {
             **cost_dict(sum_costs(costs)),

@@ -209,6 +209,8 @@ def session_report(
         notes.append(f"{len(log.issues)} line(s) skipped")
     if log.unreadable:
         notes.append(f"{len(log.unreadable)} file(s) could not be read")
+    if log.assumed_ttl is not None:
+        notes.append(f"TTL {log.assumed_ttl} assumed where the log has no 5m/1h split")
     if notes:
         parts.append(text_lines(notes, width, indent="  ", style="dim"))
     return parts

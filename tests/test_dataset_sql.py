@@ -1,0 +1,139 @@
+"""``cachediag audit --sql``: the printed SQL, run by DuckDB and by Spark over the same
+dataset, gives the figures of ``audit --json`` (the promise of docs/teams.md).
+
+The Spark test runs pyspark in local mode (the engine a cluster runs) with Debian's Java;
+.ci/run installs both, so it runs in CI rather than skipping.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import REAL
+from tests.dataset_support import assert_same, audit_json, export, require_module, run
+
+BY = ["project", "session", "day", "model", "cause", "stream-kind", "host", "user"]
+GROUP_FIELDS = [
+    "key",
+    "requests",
+    "input_tokens",
+    "cache_read_tokens",
+    "cache_creation_tokens",
+    "output_tokens",
+    "cost_usd",
+    "unpriced_requests",
+    "misses",
+    "expected_rebuilds",
+    "reprocessed_tokens",
+    "miss_cost_usd",
+    "rebuild_cost_usd",
+    "recache_share",
+]
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    require_module("pyarrow")
+    require_module("duckdb")
+    out = tmp_path_factory.mktemp("sql") / "dataset"
+    export([REAL / "spotter"], out, "host=laptop-1", "user=ada")
+    export([REAL / "claude-code-viewer", REAL / "claude-trace"], out, "host=laptop-2", "user=bob")
+    return out
+
+
+def statements(sql: str) -> list[str]:
+    """The printed statements, comments dropped (each ends with ``;``)."""
+    out = []
+    for chunk in sql.split(";\n"):
+        body = "\n".join(line for line in chunk.splitlines() if not line.startswith("--"))
+        if body.strip():
+            out.append(body.strip().rstrip(";"))
+    return out
+
+
+def check_against_json(
+    dataset: Path, by: str, dialect: str, query: Callable[[str], list[dict[str, Any]]]
+) -> None:
+    result = run("audit", "--sql", "--sql-dialect", dialect, "--by", by, "--top", "5")
+    assert result.exit_code == 0, result.output
+    groups, totals, whatif, top, sessions = (query(s) for s in statements(result.stdout))
+    report = audit_json("--by", by, "--top", "5", str(dataset))
+
+    def rounded(row: dict[str, Any], fields: list[str]) -> dict[str, Any]:
+        return {f: round(row[f], 6) if isinstance(row[f], float) else row[f] for f in fields}
+
+    assert_same([rounded(g, GROUP_FIELDS) for g in groups], report["groups"], "groups")
+    assert_same(rounded(totals[0], GROUP_FIELDS), report["totals"], "totals")
+    policies = [rounded(p, list(report["whatif"]["policies"][0])) for p in whatif]
+    order = [p["policy"] for p in report["whatif"]["policies"]]
+    assert_same(
+        sorted(policies, key=lambda p: order.index(p["policy"])), report["whatif"]["policies"]
+    )
+    misses = [
+        {**rounded(m, list(m)), "causes": m["causes"].split("+"), "gap_s": round(m["gap_s"], 3)}
+        for m in top
+    ]
+    assert_same(misses, report["top_misses"], "top_misses")
+    assert [s["session_id"] for s in sessions] == [
+        s["session_id"] for s in report["whatif_by_session"]
+    ]
+
+
+@pytest.mark.parametrize("by", BY)
+def test_duckdb_sql_over_a_view_named_requests(dataset: Path, by: str) -> None:
+    duckdb = require_module("duckdb")
+    con = duckdb.connect()
+    con.execute(
+        f"CREATE VIEW requests AS SELECT * FROM read_parquet('{dataset}/**/*.parquet', "
+        "hive_partitioning = true)"
+    )
+
+    def query(sql: str) -> list[dict[str, Any]]:
+        cur = con.execute(sql)
+        names = [c[0] for c in cur.description]
+        return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+    try:
+        check_against_json(dataset, by, "duckdb", query)
+    finally:
+        con.close()
+
+
+@pytest.fixture(scope="module")
+def spark() -> Any:
+    if shutil.which("java") is None:
+        if os.environ.get("CI"):
+            pytest.fail("java is not installed, but .ci/run installs default-jre-headless")
+        pytest.skip("no Java runtime (apt-get install default-jre-headless)")
+    require_module("pyspark")
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    session = (
+        SparkSession.builder.master("local[1]")
+        .appName("cachediag-test")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+def test_spark_sql_gives_the_same_totals_and_breakdowns(spark: Any, dataset: Path) -> None:
+    spark.read.parquet(str(dataset)).createOrReplaceTempView("requests")
+
+    def query(sql: str) -> list[dict[str, Any]]:
+        return [row.asDict() for row in spark.sql(sql).collect()]
+
+    for by in BY:
+        check_against_json(dataset, by, "spark", query)
