@@ -76,16 +76,17 @@ def export(
       cachediag audit /shared/cachediag --by host
     """
     parsed = _labels(labels)
-    if otel_ttl is not None:
-        from cachediag.ingest.otel import TTL_ENV
-
-        # Through the environment: forked workers read it where the exports are read.
-        os.environ[TTL_ENV] = otel_ttl
     from cachediag.dataset.export import export_dataset
+    from cachediag.ingest.otel import TTL_ENV, default_ttl
     from cachediag.pipeline import default_paths
 
     bar = Progress("sessions") if sys.stderr.isatty() else None
+    before = os.environ.get(TTL_ENV)
+    if otel_ttl is not None:
+        # Through the environment: forked workers read it where the exports are read.
+        os.environ[TTL_ENV] = otel_ttl
     try:
+        assumed = default_ttl()
         run = export_dataset(
             list(paths) or default_paths(),
             output,
@@ -97,6 +98,10 @@ def export(
     finally:
         if bar is not None:
             bar.close()
+        if before is None:
+            os.environ.pop(TTL_ENV, None)
+        else:
+            os.environ[TTL_ENV] = before
     s = run.stats
     click.echo(
         f"cachediag: {run.sessions_read} session(s), {s.read:,} request(s) read, {s.written:,} "
@@ -104,11 +109,9 @@ def export(
         err=True,
     )
     if s.assumed_ttl_rows:
-        from cachediag.ingest.otel import default_ttl
-
         click.echo(
             f"cachediag: {s.assumed_ttl_rows:,} request(s) had no TTL in the log "
-            f"(OpenTelemetry): {default_ttl()} assumed (--otel-ttl)",
+            f"(OpenTelemetry): {assumed} assumed (--otel-ttl)",
             err=True,
         )
     report_issues(run.issues)
