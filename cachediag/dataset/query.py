@@ -12,7 +12,7 @@ the transcript path builds, so the tables, JSON and CSV are the same code.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, tzinfo
 from enum import StrEnum
@@ -173,34 +173,46 @@ def totals_sql(w: Window, d: Dialect) -> str:
     return _with_share(["'total' AS " + _q("key", d), *_totals_columns(d)], w, d)
 
 
-def _policy_select(policy: str, w: Window, d: Dialect) -> str:
+def whatif_sql(w: Window, d: Dialect) -> str:
+    """One row per policy, in one pass over the requests (each row counted once per
+    policy through a five-row table of policies)."""
+
     def q(name: str) -> str:
         return _q(name, d)
 
-    if policy == Policy.AS_HAPPENED.value:
-        cost = f"COALESCE(SUM({q('cost_usd')}), 0)"
-        misses = f"COALESCE(SUM(CASE WHEN {q('outcome')} = 'miss' THEN 1 ELSE 0 END), 0)"
-        pings = "0"
-        unpriced = f"COALESCE(SUM(CASE WHEN {q('cost_usd')} IS NULL THEN 1 ELSE 0 END), 0)"
-    else:
-        cost = f"COALESCE(SUM({q(f'whatif_{policy}_cost_usd')}), 0)"
-        misses = f"COALESCE(SUM({q(f'whatif_{policy}_misses')}), 0)"
-        pings = (
-            f"COALESCE(SUM({q('whatif_keep_alive_requests')}), 0)"
-            if policy == Policy.KEEP_ALIVE.value
-            else "0"
-        )
-        unpriced = f"COALESCE(SUM({q(f'whatif_{policy}_unpriced')}), 0)"
-    return (
-        f"SELECT '{policy}' AS {q('policy')}, {cost} AS {q('cost_usd')}, {misses} AS "
-        f"{q('misses')}, {pings} AS {q('keep_alive_requests')}, {unpriced} AS "
-        f"{q('unpriced_requests')} FROM {TABLE} {_where(w, d)}"
+    policies = [Policy.AS_HAPPENED.value, *POLICIES]
+    table = " UNION ALL ".join(
+        f"SELECT '{p}' AS {q('policy')}, {n} AS {q('n')}" for n, p in enumerate(policies)
     )
 
+    def pick(column: Callable[[str], str | None]) -> str:
+        cases = " ".join(f"WHEN '{p}' THEN {column(p)}" for p in policies if column(p) is not None)
+        return f"COALESCE(SUM(CASE p.{q('policy')} {cases} ELSE 0 END), 0)"
 
-def whatif_sql(w: Window, d: Dialect) -> str:
-    return "\nUNION ALL\n".join(
-        _policy_select(p, w, d) for p in (Policy.AS_HAPPENED.value, *POLICIES)
+    happened = Policy.AS_HAPPENED.value
+    cost = pick(lambda p: q("cost_usd") if p == happened else q(f"whatif_{p}_cost_usd"))
+    misses = pick(
+        lambda p: (
+            f"CASE WHEN {q('outcome')} = 'miss' THEN 1 ELSE 0 END"
+            if p == happened
+            else q(f"whatif_{p}_misses")
+        )
+    )
+    pings = pick(
+        lambda p: q("whatif_keep_alive_requests") if p == Policy.KEEP_ALIVE.value else None
+    )
+    unpriced = pick(
+        lambda p: (
+            f"CASE WHEN {q('cost_usd')} IS NULL THEN 1 ELSE 0 END"
+            if p == happened
+            else q(f"whatif_{p}_unpriced")
+        )
+    )
+    return (
+        f"SELECT p.{q('policy')}, {cost} AS {q('cost_usd')},\n  {misses} AS {q('misses')},\n"
+        f"  {pings} AS {q('keep_alive_requests')},\n  {unpriced} AS {q('unpriced_requests')}\n"
+        f"FROM {TABLE} CROSS JOIN ({table}) AS p\n{_where(w, d)}\n"
+        f"GROUP BY p.{q('policy')}, p.{q('n')}\nORDER BY p.{q('n')}"
     )
 
 
@@ -355,6 +367,8 @@ def run_audit(
     duckdb = require("duckdb")
     con = duckdb.connect()
     try:
+        # Every query reads the same files: their footers are parsed once.
+        con.execute("SET enable_object_cache = true")
         if memory_limit is not None:
             con.execute(f"SET memory_limit = '{memory_limit}'")
         files = _files(paths)
@@ -362,7 +376,7 @@ def run_audit(
         # A view cannot take parameters: the paths go in as escaped string literals.
         con.execute(
             f"CREATE VIEW {TABLE} AS SELECT * FROM read_parquet([{listed}], "
-            "hive_partitioning = true, union_by_name = true)"
+            "hive_partitioning = true)"
         )
         d = Dialect.DUCKDB
 

@@ -1,0 +1,225 @@
+"""Time ``cachediag audit DIR`` on a team-sized dataset: 10 million requests, 500 hosts.
+
+The dataset is built from the shared corpus's own ledger: the corpus is exported once
+(``cachediag export``), then its rows are copied with new ids (request key, message and
+request ids, session and source names get a copy number; each copy goes to one of the
+hosts, round robin) by DuckDB into ``day=.../host=.../part-*.parquet``, like hundreds of
+laptops exporting into one folder. Then, interleaved, each command runs ``--runs`` times:
+
+- ``cachediag audit DIR --by cause`` and ``--by host`` (tables, as people read them) and
+  the same with ``--json`` (machines; every session's what-if included), cachediag
+  installed with its ``fleet`` extra in a venv of its own (what users run);
+- the named peer: the bare DuckDB query that sums the same groups over the same files
+  (one ``GROUP BY``, no cachediag), the floor any tool on DuckDB stands on.
+
+Reported: median wall time and peak resident memory of the process tree (sampled from
+/proc every 20 ms), and the ratio to the peer. Targets (issue 18): under 10 s and 1 GB
+on a 2-core machine.
+
+    python scripts/bench_dataset.py [--requests 10000000] [--hosts 500] [--runs 3] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from types import ModuleType
+
+REPO = Path(__file__).resolve().parent.parent
+CORPUS = REPO.parent / "shared" / "corpus"
+
+
+def _load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def tree_rss_kib(pid: int) -> int:
+    total, stack = 0, [pid]
+    while stack:
+        p = stack.pop()
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+            for task in Path(f"/proc/{p}/task").iterdir():
+                stack.extend(int(c) for c in (task / "children").read_text().split())
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+def measure(argv: list[str], env: dict[str, str]) -> tuple[float, float, bytes]:
+    """(wall seconds, peak tree RSS in MB, stdout) of one run."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    peak = 0
+    done = threading.Event()
+    out: dict[str, bytes] = {}
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, tree_rss_kib(proc.pid))
+            time.sleep(0.02)
+
+    def drain(name: str) -> None:
+        out[name] = getattr(proc, name).read()
+
+    threads = [threading.Thread(target=sample, daemon=True)] + [
+        threading.Thread(target=drain, args=(n,), daemon=True) for n in ("stdout", "stderr")
+    ]
+    for t in threads:
+        t.start()
+    proc.wait()
+    elapsed = time.perf_counter() - start
+    done.set()
+    for t in threads:
+        t.join()
+    if proc.returncode != 0:
+        raise SystemExit(f"{argv[:3]} failed: {out['stderr'][-2000:]!r}")
+    return elapsed, peak / 1024, out["stdout"]
+
+
+def build_dataset(
+    cachediag: list[str], env: dict[str, str], corpus: Path, target: Path, n: int, hosts: int
+) -> int:
+    import duckdb
+
+    base = target.parent / "base"
+    shutil.rmtree(base, ignore_errors=True)
+    subprocess.run(
+        [*cachediag, "export", str(corpus), "--output", str(base), "--label", "host=seed"],
+        env=env,
+        check=True,
+        stderr=subprocess.DEVNULL,
+    )
+    con = duckdb.connect()
+    base_glob = f"{base}/**/*.parquet"
+    [(rows,)] = con.execute(f"SELECT count(*) FROM read_parquet('{base_glob}')").fetchall()
+    copies = -(-n // rows)
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    tag = "'~' || CAST(k AS VARCHAR)"
+    con.execute(
+        f"""
+        COPY (
+          SELECT * EXCLUDE (host, day) REPLACE (
+              request_key || {tag} AS request_key,
+              message_id || {tag} AS message_id,
+              request_id || {tag} AS request_id,
+              session_id || {tag} AS session_id,
+              source || {tag} AS source),
+            'host-' || lpad(CAST(k % {hosts} AS VARCHAR), 3, '0') AS host,
+            CAST(day AS VARCHAR) AS day
+          FROM read_parquet('{base_glob}', hive_partitioning = true), range({copies}) AS t(k)
+          LIMIT {n}
+        ) TO '{target}' (FORMAT parquet, PARTITION_BY (day, host), COMPRESSION zstd,
+                        FILENAME_PATTERN 'part-{{uuid}}')
+        """
+    )
+    shutil.copy(base / "_schema.json", target / "_schema.json")
+    [(count,)] = con.execute(
+        f"SELECT count(*) FROM read_parquet('{target}/**/*.parquet', hive_partitioning = true)"
+    ).fetchall()
+    con.close()
+    shutil.rmtree(base)
+    return int(count)
+
+
+PEER = """
+import sys, duckdb
+by = {"cause": "cause_key", "host": "CAST(host AS VARCHAR)"}[sys.argv[2]]
+rows = duckdb.connect().execute(f'''
+  SELECT {by} AS key, count(*), sum(input_tokens), sum(cache_read_tokens),
+         sum(cache_creation_tokens), sum(output_tokens), sum(cost_usd),
+         sum(CASE WHEN outcome = 'miss' THEN miss_cost_usd END)
+  FROM read_parquet('{sys.argv[1]}/**/*.parquet', hive_partitioning = true)
+  GROUP BY 1 ORDER BY 7 DESC''').fetchall()
+print(len(rows))
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=10_000_000)
+    parser.add_argument("--hosts", type=int, default=500)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--keep", type=Path, help="build (or reuse) the dataset here")
+    parser.add_argument("--corpus", type=Path, default=CORPUS)
+    args = parser.parse_args(argv)
+    if not (args.corpus / "claude-code").is_dir():
+        raise SystemExit(f"{args.corpus}: the shared corpus is needed to build the dataset")
+    bench = _load("bench_analyze")
+    cachediag, env = bench.install_in_venv(REPO)
+    python = str(Path(cachediag[0]).with_name("python"))
+    subprocess.run(
+        [python, "-m", "pip", "install", "-q", "duckdb>=1.1", "pyarrow>=15"],
+        check=True,
+        stderr=subprocess.DEVNULL,
+    )
+    scratch = args.keep or Path(tempfile.mkdtemp(prefix="cachediag-bench-dataset-"))
+    dataset = scratch / "dataset"
+    if args.keep is None or not (dataset / "_schema.json").is_file():
+        start = time.perf_counter()
+        count = build_dataset(cachediag, env, args.corpus, dataset, args.requests, args.hosts)
+        print(f"built {count:,} requests in {time.perf_counter() - start:.0f} s")
+    files = sum(1 for _ in dataset.rglob("*.parquet"))
+    size = sum(p.stat().st_size for p in dataset.rglob("*.parquet")) / 1e6
+    print(f"dataset: {dataset} ({files:,} files, {size:,.0f} MB, {args.hosts} hosts)")
+    peer_script = scratch / "peer.py"
+    peer_script.write_text(PEER)
+    commands: dict[str, list[str]] = {}
+    for by in ("cause", "host"):
+        commands[f"cachediag audit DIR --by {by}"] = [*cachediag, "audit", str(dataset), "--by", by]
+        commands[f"cachediag audit DIR --by {by} --json"] = [
+            *cachediag,
+            "audit",
+            str(dataset),
+            "--by",
+            by,
+            "--json",
+        ]
+        commands[f"duckdb GROUP BY {by} (peer)"] = [python, str(peer_script), str(dataset), by]
+    env = {**env, "COLUMNS": "100", "NO_COLOR": "1"}
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    peaks: dict[str, list[float]] = {name: [] for name in commands}
+    for run in range(args.runs):
+        order = list(commands) if run % 2 == 0 else list(reversed(commands))
+        for name in order:
+            seconds, peak, out = measure(commands[name], env)
+            times[name].append(seconds)
+            peaks[name].append(peak)
+            if name.endswith("--json") and run == 0:
+                doc = json.loads(out)
+                print(
+                    f"{name}: {doc['totals']['requests']:,} requests, {doc['sessions']:,} sessions"
+                )
+    print(f"\nload average before: {os.getloadavg()[0]:.1f}; median of {args.runs} runs")
+    print(f"{'command':44} {'wall':>8} {'peak RSS':>10} {'vs peer':>8}")
+    for name in commands:
+        by = "cause" if "cause" in name else "host"
+        peer = statistics.median(times[f"duckdb GROUP BY {by} (peer)"])
+        wall = statistics.median(times[name])
+        print(f"{name:44} {wall:7.2f}s {statistics.median(peaks[name]):8.0f}MB {wall / peer:7.2f}x")
+    if args.keep is None:
+        shutil.rmtree(scratch)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
