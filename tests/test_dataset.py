@@ -16,7 +16,7 @@ from cachediag.dataset.schema import NAMES, SCHEMA_FILE, SCHEMA_VERSION
 from tests.conftest import FIXTURES, REAL
 from tests.dataset_support import assert_same, audit_json, export, require_module, run
 
-BY = ["project", "session", "day", "model", "cause", "stream-kind"]
+BY = ["project", "session", "day", "week", "month", "gap", "model", "cause", "stream-kind"]
 
 
 @pytest.fixture(scope="module")
@@ -49,10 +49,13 @@ def _count(duckdb: Any, root: Path) -> tuple[int, int]:
     return int(row[0]), int(row[1])
 
 
+@pytest.mark.parametrize("zone", ["UTC", "America/Los_Angeles"])
 @pytest.mark.parametrize("by", BY)
-def test_audit_of_the_dataset_equals_the_audit_of_the_logs(real_dataset: Path, by: str) -> None:
-    want = audit_json("--by", by, str(REAL))
-    got = audit_json("--by", by, str(real_dataset))
+def test_audit_of_the_dataset_equals_the_audit_of_the_logs(
+    real_dataset: Path, by: str, zone: str
+) -> None:
+    want = audit_json("--by", by, "--timezone", zone, str(REAL))
+    got = audit_json("--by", by, "--timezone", zone, str(real_dataset))
     assert_same(got, want)
 
 
@@ -128,9 +131,10 @@ def test_many_hosts_into_one_folder(duckdb: Any, tmp_path: Path) -> None:
 
 
 def test_windows(real_dataset: Path) -> None:
-    for window in (["--since", "2026-02-11"], ["--until", "2026-02-11"]):
-        want = audit_json("--by", "day", *window, str(REAL))
-        got = audit_json("--by", "day", *window, str(real_dataset))
+    for window in (["--since", "2026-02-11"], ["--until", "2026-02-11"], ["--since", "7d"]):
+        common = ["--by", "day", "--now", "1770940800", *window]
+        want = audit_json(*common, str(REAL))
+        got = audit_json(*common, str(real_dataset))
         for key in ("totals", "groups", "top_misses", "sessions", "first_at", "last_at"):
             assert_same(got[key], want[key], key)
 

@@ -21,7 +21,19 @@ import pytest
 from tests.conftest import REAL
 from tests.dataset_support import assert_same, audit_json, export, require_module, run
 
-BY = ["project", "session", "day", "model", "cause", "stream-kind", "host", "user"]
+BY = [
+    "project",
+    "session",
+    "day",
+    "week",
+    "month",
+    "gap",
+    "model",
+    "cause",
+    "stream-kind",
+    "host",
+    "user",
+]
 GROUP_FIELDS = [
     "key",
     "requests",
@@ -63,10 +75,11 @@ def statements(sql: str) -> list[str]:
 def check_against_json(
     dataset: Path, by: str, dialect: str, query: Callable[[str], list[dict[str, Any]]]
 ) -> None:
-    result = run("audit", "--sql", "--sql-dialect", dialect, "--by", by, "--top", "5")
+    common = ["--by", by, "--top", "5", "--timezone", "UTC"]
+    result = run("audit", "--sql", "--sql-dialect", dialect, *common)
     assert result.exit_code == 0, result.output
     groups, totals, whatif, top, sessions = (query(s) for s in statements(result.stdout))
-    report = audit_json("--by", by, "--top", "5", str(dataset))
+    report = audit_json(*common, str(dataset))
 
     def rounded(row: dict[str, Any], fields: list[str]) -> dict[str, Any]:
         return {f: round(row[f], 6) if isinstance(row[f], float) else row[f] for f in fields}
@@ -120,6 +133,7 @@ spark = (
     .config("spark.driver.bindAddress", "127.0.0.1")
     .config("spark.driver.host", "127.0.0.1")
     .config("spark.sql.shuffle.partitions", "2")
+    .config("spark.sql.session.timeZone", "UTC")
     .getOrCreate()
 )
 spark.sparkContext.setLogLevel("ERROR")
@@ -142,7 +156,18 @@ def test_spark_sql_gives_the_same_totals_and_breakdowns(dataset: Path, tmp_path:
     require_module("pyspark")
     files = []
     for by in BY:
-        result = run("audit", "--sql", "--sql-dialect", "spark", "--by", by, "--top", "5")
+        result = run(
+            "audit",
+            "--sql",
+            "--sql-dialect",
+            "spark",
+            "--by",
+            by,
+            "--top",
+            "5",
+            "--timezone",
+            "UTC",
+        )
         assert result.exit_code == 0, result.output
         path = tmp_path / f"{by}.json"
         path.write_text(json.dumps(statements(result.stdout)))

@@ -19,7 +19,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from cachediag.analysis.audit import Audit, GroupBy, MissRow, SessionLine, Totals
+from cachediag.analysis.audit import GAP_BUCKETS, Audit, GroupBy, MissRow, SessionLine, Totals
 from cachediag.analysis.whatif import Policy, PolicyResult, WhatIf
 from cachediag.dataset.schema import POLICIES, SCHEMA_FILE
 from cachediag.errors import CachediagError, InputError
@@ -160,11 +160,24 @@ def _with_share(columns: list[str], w: Window, d: Dialect, tail: str = "") -> st
     )
 
 
+def _gap_order(k: str) -> str:
+    """Buckets shortest first, each before its 1h variant (``Audit.rows``' order)."""
+    ranks = " ".join(
+        f"WHEN {k} = '{name}' OR {k} LIKE '{name} @%' THEN {rank}"
+        for rank, (_, name) in enumerate(GAP_BUCKETS)
+    )
+    return f"CASE {ranks} ELSE -1 END, CASE WHEN {k} LIKE '% @%' THEN 1 ELSE 0 END, {k}"
+
+
 def groups_sql(by: GroupBy, w: Window, d: Dialect) -> str:
     key = group_key(by, d, w.zone)
     k = _q("key", d)
-    calendar = by in (GroupBy.DAY, GroupBy.WEEK, GroupBy.MONTH, GroupBy.GAP)
-    order = k if calendar else f"{_q('cost_usd', d)} DESC, {k}"
+    if by in (GroupBy.DAY, GroupBy.WEEK, GroupBy.MONTH):
+        order = k
+    elif by is GroupBy.GAP:
+        order = _gap_order(k)
+    else:
+        order = f"{_q('cost_usd', d)} DESC, {k}"
     sql = _with_share([f"{key} AS {k}", *_totals_columns(d)], w, d, f"\n  GROUP BY {key}")
     return f"{sql}\nORDER BY {order}"
 
