@@ -48,23 +48,9 @@ def _load(name: str) -> ModuleType:
     return module
 
 
-def tree_rss_kib(pid: int) -> int:
-    total, stack = 0, [pid]
-    while stack:
-        p = stack.pop()
-        try:
-            for line in Path(f"/proc/{p}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1])
-            for task in Path(f"/proc/{p}/task").iterdir():
-                stack.extend(int(c) for c in (task / "children").read_text().split())
-        except (OSError, ValueError):
-            continue
-    return total
-
-
 def measure(argv: list[str], env: dict[str, str]) -> tuple[float, float, bytes]:
     """(wall seconds, peak tree RSS in MB, stdout) of one run."""
+    rss_kib = _load("bench_audit").tree_rss_kb  # the process tree's RSS, as bench_audit sums it
     start = time.perf_counter()
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     peak = 0
@@ -74,7 +60,7 @@ def measure(argv: list[str], env: dict[str, str]) -> tuple[float, float, bytes]:
     def sample() -> None:
         nonlocal peak
         while not done.is_set():
-            peak = max(peak, tree_rss_kib(proc.pid))
+            peak = max(peak, rss_kib(proc.pid))
             time.sleep(0.02)
 
     def drain(name: str) -> None:

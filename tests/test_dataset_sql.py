@@ -18,22 +18,11 @@ from typing import Any
 
 import pytest
 
+from cachediag.cli.audit import BY_CHOICES
 from tests.conftest import REAL
 from tests.dataset_support import assert_same, audit_json, export, require_module, run
 
-BY = [
-    "project",
-    "session",
-    "day",
-    "week",
-    "month",
-    "gap",
-    "model",
-    "cause",
-    "stream-kind",
-    "host",
-    "user",
-]
+BY = BY_CHOICES
 GROUP_FIELDS = [
     "key",
     "requests",
