@@ -439,3 +439,36 @@ def test_batch_reader_skips_an_overlong_line_in_bounded_memory(tmp_path: Path) -
     assert f"{path}:42: line longer than 64 MiB" in proc.stderr
     peak_kib = int(proc.stderr.split("VmHWM:")[1].split()[0])
     assert peak_kib < 160 * 1024  # the line is 200 MB; the cap 64 MiB
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads VmHWM (Linux)")
+@pytest.mark.parametrize("first", ["sparse", "overlong_then_log"])
+def test_an_overlong_first_line_is_never_held(tmp_path: Path, first: str) -> None:
+    """Finding 9 within the first lines too: format detection and the session-id sniff
+    read a line only up to the cap, so a newline-free 300 MB file costs the cap, not its
+    size, and a log after an overlong first line is still read."""
+    path = tmp_path / "big.jsonl"
+    if first == "sparse":
+        with path.open("wb") as fp:
+            fp.truncate(300 << 20)  # zero bytes, no newline: `truncate -s 300M`
+    else:
+        with path.open("wb") as fp:
+            fp.write(b'{"type":"progress","data":"' + b"x" * (200 << 20) + b'"}\n')
+            fp.write((RULES / "ttl_expired_5m.jsonl").read_bytes())
+    proc = subprocess.run(
+        [sys.executable, "-c", REPORT_PEAK, "analyze", "--json", str(path)],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    if first == "sparse":
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr
+        assert f"Error: {path}: line 1 is not a JSON object" in proc.stderr
+    else:
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout.splitlines()[0])["prompt_cache"]["misses"] == 1
+        assert f"{path}:1: line longer than 64 MiB" in proc.stderr
+    peak_kib = int(proc.stderr.split("VmHWM:")[1].split()[0])
+    assert peak_kib < 200 * 1024  # the file is 200-300 MB; the cap is 64 MiB

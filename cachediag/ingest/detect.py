@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from cachediag.errors import NotALogError
-from cachediag.ingest.lines import BadLine, JsonObject, parse_line
+from cachediag.ingest.lines import OVERLONG, BadLine, JsonObject, parse_line
 
 SNIFF_LINES = 20
 CLAUDE_CODE = "claude-code"
@@ -50,6 +50,10 @@ def detect_format(head: Iterable[bytes], source: str) -> str:
     objects: list[JsonObject] = []
     bad = seen = 0
     for raw in head:
+        if raw is OVERLONG:  # read past, never held: a bad line, whatever it held
+            seen += 1
+            bad += 1
+            continue
         if b"\x00" in raw:
             raise NotALogError(f"{source}: binary data, not a JSON Lines log")
         if not raw.strip():

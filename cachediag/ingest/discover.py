@@ -93,7 +93,16 @@ def _agent_file(path: Path) -> AgentFile:
 def first_session_id(path: Path) -> str | None:
     try:
         with path.open("rb") as fp:
-            for _, raw in zip(range(20), fp, strict=False):
+            for _ in range(20):
+                # Held to 1 MiB: an envelope names its session early; a longer line is
+                # not read whole here (a newline-free 1 GB file costs nothing).
+                raw = fp.readline(1 << 20)
+                if not raw:
+                    break
+                if not raw.endswith(b"\n") and len(raw) == 1 << 20:
+                    while (rest := fp.readline(1 << 20)) and not rest.endswith(b"\n"):
+                        pass
+                    continue
                 try:
                     value = parse_line(raw).get("sessionId")
                 except BadLine:

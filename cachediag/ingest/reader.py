@@ -10,8 +10,8 @@ from typing import IO
 from cachediag.errors import NotALogError
 from cachediag.ingest.detect import CLAUDE_CODE, SNIFF_LINES, detect_format
 from cachediag.ingest.discover import AgentFile, SessionSource
-from cachediag.ingest.lines import BadLine, parse_numbered, scan_lines
-from cachediag.ingest.needles import needles_for
+from cachediag.ingest.lines import OVERLONG, BadLine, parse_numbered, scan_lines
+from cachediag.ingest.needles import MAX_LINE_BYTES, needles_for
 from cachediag.ingest.transcript import (
     FORMAT,
     TranscriptReader,
@@ -20,7 +20,20 @@ from cachediag.model import MAIN_STREAM, LineIssue, SessionLog, StreamKind
 
 
 def _peek(stream: IO[bytes]) -> tuple[list[bytes], Iterator[bytes]]:
-    head = list(itertools.islice(stream, SNIFF_LINES))
+    """The first lines, each held to ``MAX_LINE_BYTES``: a longer one (a 1 GB line, a
+    file of zero bytes) is read past in chunks and stands as ``OVERLONG``, a bad line."""
+    head: list[bytes] = []
+    while len(head) < SNIFF_LINES:
+        raw = stream.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            break
+        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+            del raw  # never hold two of them
+            while (chunk := stream.readline(1 << 20)) and not chunk.endswith(b"\n"):
+                pass
+            head.append(OVERLONG)
+            continue
+        head.append(raw)
     return head, itertools.chain(head, stream)
 
 
