@@ -268,3 +268,53 @@ def test_line_never_passes_control_characters_or_impossible_ratios() -> None:
     assert "\x1b" not in line and "\x07" not in line
     assert "-500%" not in line and "cache \u2013" in line
     assert "tools_changed" in line
+
+
+REAL_SESSION = ROOT / "fixtures/real/spotter/4d5611e5-241a-462a-8d15-5122611a9569.jsonl"
+
+
+def test_claude_codes_object_beside_a_real_transcript(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 10's done-when on the bundled real session: Claude Code's own object (as
+    analyze computes it: agreeing, then with one miss fewer) beside its transcript."""
+    # Opus 4.6's prices, as the price cache would hold them after a first lookup.
+    monkeypatch.setattr(
+        prices, "lookup_prices", lambda m, at=None: ModelPrices(5, 6.25, 10, 0.5, 25)
+    )
+    t = tmp_path / REAL_SESSION.name
+    t.write_bytes(REAL_SESSION.read_bytes())
+    now = 1770930400
+    analyzed = subprocess.run(
+        [sys.executable, "-m", "cachediag", "analyze", "--json", "--now", str(now), str(t)],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    session = json.loads(analyzed.stdout)
+    pc = session["prompt_cache"]
+    assert pc["misses"] == 3
+    agree = {"transcript_path": str(t), "prompt_cache": pc}
+    line = run_line(agree, "--no-color", "--now", str(now), "--format", "{misses}")
+    assert line.startswith("3 misses ($") and "log" not in line
+    ours = json.loads(run_line(agree, "--json", "--now", str(now)))
+    assert ours["prompt_cache"] == pc and ours["cachediag"]["agreement"] == {}
+    assert ours["cachediag"]["computed"]["misses"] == 3
+    assert ours["cachediag"]["miss_cost_usd"] > 0
+
+    fewer = {**pc, "misses": 2, "miss_causes": {"ttl_expired_5m": 2}}
+    differ = {"transcript_path": str(t), "prompt_cache": fewer}
+    line = run_line(differ, "--no-color", "--now", str(now), "--format", "{misses}")
+    assert line.startswith("2 misses (log 3: $"), line
+    ours = json.loads(run_line(differ, "--json", "--now", str(now)))
+    assert ours["prompt_cache"] == fewer  # Claude Code's object, as sent
+    assert ours["cachediag"]["computed"]["misses"] == 3
+    assert ours["cachediag"]["agreement"] == {
+        "misses": {"claude_code": 2, "transcript": 3},
+        "miss_causes": {
+            "claude_code": {"ttl_expired_5m": 2},
+            "transcript": pc["miss_causes"],
+        },
+    }
