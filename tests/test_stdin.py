@@ -99,24 +99,12 @@ def test_a_pipe_of_blank_lines_means_the_history(history: Path, blank: bytes) ->
     assert (result.returncode, result.stdout) == (0, b"3\n"), result.stderr
 
 
-def test_a_blank_redirected_file_means_the_history(history: Path, tmp_path: Path) -> None:
-    blank = tmp_path / "blank.jsonl"
-    blank.write_bytes(b"\n\n")
-    with blank.open("rb") as stdin:
-        result = subprocess.run(
-            command("audit", "--jq", ".sessions"),
-            stdin=stdin,
-            capture_output=True,
-            env=env(history),
-            timeout=120,
-            check=False,
-        )
-    assert (result.returncode, result.stdout) == (0, b"3\n"), result.stderr
-
-
-def test_an_empty_redirected_file_means_the_history(history: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("content", [b"", b"\n\n"])
+def test_an_empty_or_blank_redirected_file_means_the_history(
+    history: Path, tmp_path: Path, content: bytes
+) -> None:
     empty = tmp_path / "empty.jsonl"
-    empty.write_bytes(b"")
+    empty.write_bytes(content)
     with empty.open("rb") as stdin:
         result = subprocess.run(
             command("audit", "--jq", ".sessions"),
