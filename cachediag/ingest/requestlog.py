@@ -35,6 +35,7 @@ def read_request_logs(
     OpenTelemetry export (with the raw-body folders found beside ``path``)."""
     if fmt != OTEL:
         return [read_request_log(fmt, lines, source, session_id)]
-    from cachediag.ingest.otel import body_folders, read_otel
+    from cachediag.ingest.otel import read_otel
+    from cachediag.ingest.otel_bodies import body_folders
 
     return read_otel(lines, source, session_id, body_dirs=body_folders(path) if path else ())
