@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from cachediag.analysis.costs import ModelPrices
-from cachediag.statusline import fast, install, prices, render
+from cachediag.statusline import fast, install, prices, render, session, view
 from tests.conftest import ROOT
 from tests.statusline_support import (
     T0,
@@ -49,8 +49,9 @@ def test_cost_of_misses_from_looked_up_prices(
     payload = {"transcript_path": str(t)}
     obj = json.loads(run_line(payload, "--json", "--now", str(T0 + 2000)))
     # The miss could have read min(20510, 21010) = 20510 tokens and read 0; all 20510 were
-    # written at $6.25/M instead of read at $0.50/M: 20510 * 5.75e-6 = $0.1179325.
-    assert obj["cachediag"]["miss_cost_usd"] == pytest.approx(0.1179325)
+    # written at $6.25/M instead of read at $0.50/M: 20510 * 5.75e-6 = $0.1179325, shown to
+    # the micro-dollar as every JSON cost.
+    assert obj["cachediag"]["miss_cost_usd"] == round(0.1179325, 6) == 0.117932
     assert run_line(payload, "--no-color", "--now", str(T0 + 2000)) == (
         "cache 32% · cold · 1 miss ($0.12) · last: ttl_expired_5m"
     )
@@ -216,7 +217,7 @@ def test_unreadable_transcript_still_shows_claude_codes_object(
     def unreadable(*args: Any, **kwargs: Any) -> None:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(fast, "session_state", unreadable)
+    monkeypatch.setattr(session, "session_state", unreadable)
     t = tmp_path / "s1.jsonl"
     write(t, THREE)
     payload = {"transcript_path": str(t), "prompt_cache": {"hit_ratio": 0.7, "misses": 1}}
@@ -318,3 +319,29 @@ def test_claude_codes_object_beside_a_real_transcript(
             "transcript": pc["miss_causes"],
         },
     }
+
+
+def test_json_costs_are_rounded_to_the_micro_dollar() -> None:
+    """``1.3890562499999999`` was float noise of a sum: every cost in ``--json`` is rounded
+    to 6 decimals as in ``analyze --json``; field names and types stay."""
+    noisy = 0.1 + 0.2  # 0.30000000000000004
+    stream = {"id": "agent-a", "kind": "subagent", "prompt_cache": {}, "miss_cost_usd": noisy}
+    agents = {"streams": 1, "requests": 2, "misses": 1, "hit_ratio": 0.5, "warm": 0}
+    out = view.json_object(
+        {},
+        {
+            "source": "transcript",
+            "prompt_cache": {},
+            "now": 0.0,
+            "miss_cost_usd": 1.3890562499999999,
+            "subagents": {**agents, "miss_cost_usd": noisy},
+            "streams": [stream],
+        },
+    )["cachediag"]
+    assert out["miss_cost_usd"] == 1.389056
+    assert out["subagents"]["miss_cost_usd"] == out["streams"][0]["miss_cost_usd"] == 0.3
+    assert json.dumps(out["miss_cost_usd"]) == "1.389056"
+    unpriced = view.json_object(
+        {}, {"source": "none", "prompt_cache": None, "now": 0.0, "subagents": None, "streams": []}
+    )["cachediag"]
+    assert unpriced["miss_cost_usd"] is None

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -35,6 +36,12 @@ from cachediag.statusline.render import DEFAULT_FORMAT
     help="Time budget of one run (default 1, or $CACHEDIAG_STATUSLINE_BUDGET); a run that "
     "cannot finish shows what it read so far, marked partial, and the next goes on.",
 )
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Diagnose the set-up: what was read from stdin, which transcript and state file, "
+    "the line, and every reason for a fallback; exit 1 on a problem.",
+)
 @click.pass_context
 def statusline(
     ctx: click.Context,
@@ -43,18 +50,20 @@ def statusline(
     color: bool | None,
     now: float | None,
     budget: float | None,
+    check: bool,
 ) -> None:
     """Print one status line for Claude Code from the JSON it pipes on stdin.
 
     Reads only what the transcript gained since the last run (state in
     $XDG_CACHE_HOME/cachediag/), never fails: on any problem it prints 'cache ?' and logs
-    to statusline.log there.
+    to statusline.log there (and says why on stderr when run at a terminal).
 
     \b
     Fields for --format: {hit} {warm} {misses} {cost} {last} {agents} {rebuilds} {ttl}
-    {requests} {source}. An empty field drops with the text before it.
+    {requests} {source} {partial}. An empty field drops with the text before it.
     \b
     Set it up:  cachediag statusline install
+    Test it:    cachediag statusline --check < object.json
     """
     if ctx.invoked_subcommand is not None:
         return
@@ -69,6 +78,8 @@ def statusline(
         args += ["--now", repr(now)]
     if budget is not None:
         args += ["--budget", repr(budget)]
+    if check:
+        args.append("--check")
     ctx.exit(run(args, sys.stdin.buffer, sys.stdout))
 
 
@@ -99,3 +110,9 @@ def install(settings: Path | None, script: str | None, force: bool) -> None:
         return
     backup = f" (backup: {done.backup})" if done.backup else ""
     click.echo(f"{path}: statusLine set to: {command}{backup}")
+    if script and shutil.which("jq") is None:
+        click.echo(
+            "warning: jq not found on PATH; the script prints 'cache ? (jq not found)' until "
+            "jq is installed and 'cachediag statusline install --script ...' is run again",
+            err=True,
+        )

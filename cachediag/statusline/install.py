@@ -61,8 +61,18 @@ def fast_command() -> str:
     return f"{shlex.join(fast_argv())} || echo 'cache ?'"
 
 
+LAUNCHER = "cachediag-statusline"
+"""Written beside the copied scripts: ``fast_argv`` as one executable, for
+``cachediag-json.sh`` to call by absolute path."""
+
+
 def script_command(name: str, settings: Path) -> str:
-    """Copy a ready-made script next to the settings and return the command running it."""
+    """Copy a ready-made script next to the settings and return the command running it.
+
+    Claude Code may run the command with a minimal ``PATH`` (``/usr/bin:/bin`` when it was
+    started from a desktop launcher or an IDE), where neither ``cachediag`` nor a jq from
+    Homebrew is found: the command names bash, jq and the status line by absolute path.
+    """
     source = Path(name).expanduser()
     if name in SCRIPTS:
         source = SCRIPTS_DIR / SCRIPTS[name]
@@ -78,7 +88,15 @@ def script_command(name: str, settings: Path) -> str:
     ):
         shutil.copyfile(script, folder / script.name)
         (folder / script.name).chmod(0o755)
-    return f"bash {shlex.quote(str(folder / source.name))}"
+    launcher = folder / LAUNCHER
+    launcher.write_text(f'#!/bin/sh\nexec {shlex.join(fast_argv())} "$@"\n')
+    launcher.chmod(0o755)
+    env = [f"CACHEDIAG={shlex.quote(str(launcher))}"]
+    jq = shutil.which("jq")
+    if jq is not None:
+        env.append(f"JQ={shlex.quote(str(Path(jq).resolve()))}")
+    bash = shutil.which("bash") or "/bin/bash"
+    return " ".join([*env, shlex.quote(bash), shlex.quote(str(folder / source.name))])
 
 
 def _is_ours(entry: Any) -> bool:

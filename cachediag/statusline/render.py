@@ -60,7 +60,7 @@ def _paint(text: str, colour: str, on: bool) -> str:
     return f"{colour}{text}{_RESET}" if on and text else text
 
 
-def _plural(n: int, word: str) -> str:
+def plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}es" if word.endswith("s") else f"{n} {word}s"
 
 
@@ -112,7 +112,7 @@ def field_misses(view: View, color: bool) -> str:
     misses = count(pc, "misses")
     if misses is None:
         return ""
-    text = _plural(misses, "miss")
+    text = plural(misses, "miss")
     cost = number(view, "miss_cost_usd")
     logged = count(view, "transcript_misses")
     if logged is not None and logged != misses:
@@ -165,7 +165,7 @@ def field_agents(view: View, color: bool) -> str:
     text = f"agents {streams}: {shown}"
     misses = count(agents, "misses") or 0
     if misses:
-        text += f", {_plural(misses, 'miss')}"
+        text += f", {plural(misses, 'miss')}"
         cost = number(agents, "miss_cost_usd")
         if cost is not None:
             text += f" ({usd(cost)})"
@@ -174,7 +174,7 @@ def field_agents(view: View, color: bool) -> str:
 
 def field_rebuilds(view: View, color: bool) -> str:
     n = count(view.get("prompt_cache"), "expected_rebuilds")
-    return _plural(n, "rebuild") if n else ""
+    return plural(n, "rebuild") if n else ""
 
 
 def field_ttl(view: View, color: bool) -> str:

@@ -7,9 +7,11 @@
 # When the object also carries cachediag's additions (see cachediag-json.sh), the cost of
 # the misses and the subagents' cache health are shown too. Every field is type-checked:
 # a missing, null or wrongly typed field is left out, and any failure prints `cache ?`.
-# Needs bash and jq (no bc: jq does the arithmetic and reads the clock).
+# Needs bash and jq (no bc: jq does the arithmetic and reads the clock); JQ names a jq
+# that is not on PATH (Claude Code may run status lines with PATH=/usr/bin:/bin).
 
-if ! command -v jq >/dev/null 2>&1; then
+jq=${JQ:-jq}
+if ! command -v "$jq" >/dev/null 2>&1; then
   echo "cache ? (jq not found)"
   exit 0
 fi
@@ -66,6 +68,6 @@ def segments($pc; $cd):
   else [segments($in.prompt_cache; ($in.cachediag | obj) // {})] | join(" · ") end
 '
 
-line=$(jq -rn "try ($program) catch \"cache ?\"" 2>/dev/null | head -n 1)
+line=$("$jq" -rn "try ($program) catch \"cache ?\"" 2>/dev/null | head -n 1)
 printf '%s\n' "${line:-cache ?}"
 exit 0
