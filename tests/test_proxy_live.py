@@ -69,9 +69,22 @@ def test_the_status_line_names_what_only_the_captures_show(
     (tmp_path / "cache").rename(tmp_path / "cache-old")  # a fresh state: read it all again
     after = status()["last_miss_cause"]
     assert after == {"causes": ["tools_changed"], "tools_added": 1, "tools_removed": 1}
+
+    def line(*args: str) -> str:
+        out = io.StringIO()
+        run(["--no-color", "--now", "1764460900", *args], io.BytesIO(payload), out)
+        return out.getvalue().rstrip("\n")
+
+    # The names the capture join gave the ledger (issue 12), as wide as the line allows.
+    wide = line("--width", "120")
+    assert wide.endswith("· last: tools_changed (+1: WebFetch; -1: LS)")
+    assert line("--width", str(len(wide))) == wide
+    narrow = line("--width", "80")  # too short for the names: the counts alone
+    assert len(wide) == 83 and narrow.endswith("· last: tools_changed (+1/-1 tools)")
     out = io.StringIO()
-    run(["--no-color", "--now", "1764460900"], io.BytesIO(payload), out)
-    assert "last: tools_changed (+1/-1 tools)" in out.getvalue()
+    run(["--json", "--now", "1764460900"], io.BytesIO(payload), out)
+    names = json.loads(out.getvalue())["cachediag"]["last_miss_cause"]
+    assert names == {"tools_added_names": ["WebFetch"], "tools_removed_names": ["LS"]}
 
 
 def shift_records(source: Path, dest: Path, answered: dict[str, str]) -> None:

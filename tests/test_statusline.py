@@ -345,3 +345,65 @@ def test_json_costs_are_rounded_to_the_micro_dollar() -> None:
         {}, {"source": "none", "prompt_cache": None, "now": 0.0, "subagents": None, "streams": []}
     )["cachediag"]
     assert unpriced["miss_cost_usd"] is None
+
+
+GITHUB = ["mcp__github__create_issue", "mcp__github__get_pull_request", "mcp__github__list_issues"]
+
+
+def tools_view(added: list[str], removed: list[str], **cause: Any) -> dict[str, Any]:
+    last = {"causes": ["tools_changed"], "tools_added": len(added), "tools_removed": len(removed)}
+    return {
+        "prompt_cache": {"hit_ratio": 0.34, "misses": 2, "last_miss_cause": {**last, **cause}},
+        "last_miss_tools": {"added": added, "removed": removed},
+    }
+
+
+@pytest.mark.parametrize(
+    ("width", "last"),
+    [
+        (None, "(+3: mcp__github__create_issue, mcp__github__get_pull_request, "
+         "mcp__github__list_issues)"),
+        (120, "(+3: mcp__github__create_issue, mcp__github__get_pull_request, "
+         "mcp__github__list_issues)"),
+        (100, "(+3: mcp__github__create_issue, mcp__github__get_pull_request, …)"),
+        (80, "(+3: mcp__github__create_issue, …)"),
+        (60, "(+3: mcp__github__creat…, …)"),
+        (40, "(+3 tools)"),  # no room even for one name: the count, and the line overflows
+    ])  # fmt: skip
+def test_tool_names_fit_the_width(width: int | None, last: str) -> None:
+    line = render.render_line(tools_view(GITHUB, []), "{hit} · {last}", width=width)
+    assert line == f"cache 34% · last: tools_changed {last}"
+    if width is not None and width >= 60:
+        assert len(line) <= width
+
+
+def test_tool_names_added_removed_and_system_delta() -> None:
+    view = tools_view(["mcp__db__query"], ["mcp__db__sql"], system_char_delta=-12)
+    assert render.render_line(view, "{last}", width=100) == (
+        "last: tools_changed (+1: mcp__db__query; -1: mcp__db__sql; system -12 chars)"
+    )
+
+
+def test_tool_names_are_sanitised_and_cut() -> None:
+    evil = "mcp__x__\x1b]0;pwned\x07" + "y" * 80
+    line = render.render_line(tools_view([evil], []), "{last}", width=200)
+    assert "\x1b" not in line and "\x07" not in line
+    assert line == f"last: tools_changed (+1: mcp__x__?]0;pwned?{'y' * 21}…)"  # 40 chars
+
+
+def test_tool_names_only_when_they_are_those_of_the_cause_shown() -> None:
+    """Claude Code's own object may name another miss: its counts must be the names'."""
+    view = tools_view(GITHUB, [])
+    view["prompt_cache"]["last_miss_cause"]["tools_added"] = 2
+    assert render.render_line(view, "{last}", width=200) == "last: tools_changed (+2 tools)"
+
+
+def test_a_line_naming_tools_fits_the_terminal_claude_code_runs_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "70")
+    assert fast.terminal_width() == 70
+    monkeypatch.setenv("COLUMNS", "x")
+    assert fast.terminal_width() >= 20  # the controlling terminal's, else 80
+    monkeypatch.setenv("CACHEDIAG_STATUSLINE_WIDTH", "7")
+    assert run_line({}, "--no-color") == "cache ?"  # a bad setting is reported, not used

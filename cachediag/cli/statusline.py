@@ -37,6 +37,13 @@ from cachediag.statusline.render import DEFAULT_FORMAT
     "cannot finish shows what it read so far, marked partial, and the next goes on.",
 )
 @click.option(
+    "--width",
+    type=click.IntRange(20, 10_000),
+    metavar="COLUMNS",
+    help="Width to fit the names of changed tools into (default: $CACHEDIAG_STATUSLINE_WIDTH, "
+    "$COLUMNS, the terminal's, else 80); the rest of the line is never cut.",
+)
+@click.option(
     "--check",
     is_flag=True,
     help="Diagnose the set-up: what was read from stdin, which transcript and state file, "
@@ -50,6 +57,7 @@ def statusline(
     color: bool | None,
     now: float | None,
     budget: float | None,
+    width: int | None,
     check: bool,
 ) -> None:
     """Print one status line for Claude Code from the JSON it pipes on stdin.
@@ -78,6 +86,8 @@ def statusline(
         args += ["--now", repr(now)]
     if budget is not None:
         args += ["--budget", repr(budget)]
+    if width is not None:
+        args += ["--width", str(width)]
     if check:
         args.append("--check")
     ctx.exit(run(args, sys.stdin.buffer, sys.stdout))

@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # typing costs milliseconds at run time; the warm path avoids
 
 USAGE = (
     "usage: cachediag statusline [--json] [--format TEMPLATE] [--color|--no-color] "
-    "[--now EPOCH] [--budget SECONDS] [--check]"
+    "[--now EPOCH] [--budget SECONDS] [--width COLUMNS] [--check]"
 )
 MAX_STDIN_BYTES = 16 << 20
 """Claude Code's object is a few KB; more than this is not it (and is not read whole)."""
@@ -34,7 +34,7 @@ READ_SHARE = 0.7
 
 
 class Options:
-    __slots__ = ("as_json", "budget_s", "color", "fmt", "now")
+    __slots__ = ("as_json", "budget_s", "color", "fmt", "now", "width")
 
     def __init__(self) -> None:
         self.as_json = False
@@ -42,6 +42,7 @@ class Options:
         self.color: bool | None = None
         self.now: float | None = None
         self.budget_s = BUDGET_S
+        self.width: int | None = None
 
 
 def _seconds(name: str, value: str, low: float, high: float) -> float:
@@ -59,10 +60,13 @@ def parse_args(args: list[str]) -> Options:
     configured = os.environ.get("CACHEDIAG_STATUSLINE_BUDGET", "").strip()
     if configured:
         opts.budget_s = _seconds("CACHEDIAG_STATUSLINE_BUDGET", configured, 0.05, 60)
+    configured = os.environ.get("CACHEDIAG_STATUSLINE_WIDTH", "").strip()
+    if configured:
+        opts.width = int(_seconds("CACHEDIAG_STATUSLINE_WIDTH", configured, 20, 10_000))
     it = iter(args)
     for arg in it:
         name, eq, value = arg.partition("=")
-        if name in ("--format", "--now", "--budget") and not eq:
+        if name in ("--format", "--now", "--budget", "--width") and not eq:
             following = next(it, None)
             if following is None:
                 raise render.UsageError(f"{name} needs a value")
@@ -80,9 +84,37 @@ def parse_args(args: list[str]) -> Options:
             opts.now = _seconds("--now", value, 0, 1e11)
         elif name == "--budget":
             opts.budget_s = _seconds("--budget", value, 0.05, 60)
+        elif name == "--width":
+            opts.width = int(_seconds("--width", value, 20, 10_000))
         else:
             raise render.UsageError(f"unknown argument {name!r}; {USAGE}")
     return opts
+
+
+DEFAULT_WIDTH = 80
+
+
+def terminal_width() -> int:
+    """The width of the terminal Claude Code draws in: ``COLUMNS`` when set, else the
+    size of the controlling terminal (stdin and stdout are pipes, ``/dev/tty`` is not),
+    else 80."""
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+        if columns >= 20:
+            return columns
+    except ValueError:
+        pass
+    try:
+        fd = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK)
+    except OSError:
+        return DEFAULT_WIDTH
+    try:
+        columns = os.get_terminal_size(fd).columns
+        return columns if columns >= 20 else DEFAULT_WIDTH
+    except OSError:
+        return DEFAULT_WIDTH
+    finally:
+        os.close(fd)
 
 
 def use_color(opts: Options) -> bool:
@@ -183,7 +215,10 @@ def run(
         else:
             # A report is read in a terminal or a file, not rendered by Claude Code.
             color = use_color(opts) if not check or opts.color is not None else False
-            text = render.render_line(out_view, opts.fmt, color)
+            width = opts.width
+            if width is None and out_view.get("last_miss_tools"):
+                width = terminal_width()  # only a line naming tools has anything to cut
+            text = render.render_line(out_view, opts.fmt, color, width)
     except Exception as exc:
         log_failure(describe(exc))
         text = _fallback(as_json, "failed; see statusline.log in the cache dir")

@@ -128,16 +128,71 @@ def field_cost(view: View, color: bool) -> str:
     return "" if cost is None else usd(cost)
 
 
-def _cause_detail(cause: dict[str, Any]) -> str:
-    added, removed = count(cause, "tools_added"), count(cause, "tools_removed")
+NAME_CHARS = 40
+"""One tool name is cut to this (MCP names run long: ``mcp__<server>__<tool>``)."""
+MIN_NAME_CHARS = 12
+"""Less room than this for the first name: the count alone is shown (``+3 tools``)."""
+NAMES_ROOM = 120
+"""Characters of tool names at most, before the line's width is considered."""
+
+
+def _names(sign: str, names: list[str], room: int) -> tuple[str, int] | None:
+    """``+3: a, b, …`` within ``room`` characters of names; how many it used."""
+    shown: list[str] = []
+    used = 0
+    for i, raw in enumerate(names):
+        more = i + 1 < len(names)
+        gap = 2 if shown else 0
+        tail = 3 if more else 0  # ", …" after the last name shown
+        name = printable(raw, NAME_CHARS)
+        if used + gap + len(name) + tail > room:
+            if shown:
+                break
+            cut = room - tail
+            if cut < MIN_NAME_CHARS:
+                return None
+            name = printable(raw, cut)
+        shown.append(name)
+        used += gap + len(name)
+    left = len(names) - len(shown)
+    return f"{sign}{len(names)}: {', '.join(shown)}{', …' if left else ''}", used + 3 * bool(left)
+
+
+def _named_tools(cause: dict[str, Any], tools: Any, room: int) -> list[str] | None:
+    """The added and removed tools by name, when the names are those of the cause shown
+    (their counts agree) and at least one fits in ``room``; else ``None``."""
+    if not isinstance(tools, dict) or room < MIN_NAME_CHARS:
+        return None
     parts = []
-    if added or removed:
-        tools = "/".join(f"{sign}{n}" for sign, n in (("+", added), ("-", removed)) if n)
-        parts.append(f"{tools} tools")
+    for sign, key, field in (("+", "added", "tools_added"), ("-", "removed", "tools_removed")):
+        names = tools.get(key)
+        n = count(cause, field) or 0
+        if not isinstance(names, list) or len(names) != n:
+            return None
+        if not n:
+            continue
+        named = _names(sign, [str(x) for x in names], room)
+        if named is None:
+            parts.append(f"{sign}{n} tools")
+            continue
+        parts.append(named[0])
+        room -= named[1]
+    return parts if parts else None
+
+
+def _cause_detail(cause: dict[str, Any], tools: Any = None, room: int = 0) -> str:
+    added, removed = count(cause, "tools_added"), count(cause, "tools_removed")
+    parts = _named_tools(cause, tools, room) if added or removed else None
+    named = parts is not None
+    parts = parts or []
+    if not named and (added or removed):
+        tools_text = "/".join(f"{sign}{n}" for sign, n in (("+", added), ("-", removed)) if n)
+        parts.append(f"{tools_text} tools")
     delta = number(cause, "system_char_delta")
     if delta:
         parts.append(f"system {int(delta):+d} chars")
-    return f" ({', '.join(parts)})" if parts else ""
+    # Names hold commas: with names, the parts are told apart by semicolons.
+    return f" ({('; ' if named else ', ').join(parts)})" if parts else ""
 
 
 def field_last(view: View, color: bool) -> str:
@@ -152,7 +207,9 @@ def field_last(view: View, color: bool) -> str:
     if not names:
         return ""
     assert isinstance(cause, dict)
-    return _paint(f"last: {'+'.join(names)}{_cause_detail(cause)}", _DIM, color)
+    room = view.get("tool_room", NAMES_ROOM)
+    detail = _cause_detail(cause, view.get("last_miss_tools"), room if isinstance(room, int) else 0)
+    return _paint(f"last: {'+'.join(names)}{detail}", _DIM, color)
 
 
 def field_agents(view: View, color: bool) -> str:
@@ -240,9 +297,34 @@ def parse_format(template: str) -> list[tuple[str, str | None]]:
     return parts
 
 
-def render_line(view: View, template: str = DEFAULT_FORMAT, color: bool = False) -> str:
+def render_line(
+    view: View, template: str = DEFAULT_FORMAT, color: bool = False, width: int | None = None
+) -> str:
     """Fill the template; an empty field drops together with the text before it (its
-    separator), so ``{hit} · {last}`` shows ``cache 91%`` before the first miss."""
+    separator), so ``{hit} · {last}`` shows ``cache 91%`` before the first miss.
+
+    ``width``: the names of changed tools shrink (to ``+3 tools`` at the least) until the
+    line fits; nothing else is cut."""
+    line = _fill(view, template, color)
+    if width is None or not view.get("last_miss_tools"):
+        return line
+
+    def fits(room: int) -> bool:
+        return len(_fill({**view, "tool_room": room}, template, False)) <= width
+
+    if fits(NAMES_ROOM):
+        return line
+    room = 0
+    if fits(MIN_NAME_CHARS):  # the most room that fits (the length grows with it)
+        low, high = MIN_NAME_CHARS, NAMES_ROOM
+        while high - low > 1:
+            mid = (low + high) // 2
+            low, high = (mid, high) if fits(mid) else (low, mid)
+        room = low
+    return _fill({**view, "tool_room": room}, template, color)
+
+
+def _fill(view: View, template: str, color: bool) -> str:
     parts = parse_format(template)
     out = [parts[0][0]]
     emitted = False

@@ -56,7 +56,20 @@ def session_view(header: dict[str, Any], now: float) -> dict[str, Any]:
         out["main_prompt_cache"] = pc
         out["miss_cost_usd"] = main["miss_cost_usd"]
         out["unpriced_models"] = main["unpriced_models"]
+        out["last_miss_tools"] = _tools_of(main["ledger"].get("last_miss"))
     return out
+
+
+def _tools_of(diagnosis: Any) -> dict[str, list[str]] | None:
+    """The names of the tools the last miss added and removed (the ledger's diagnosis
+    keeps them; ``prompt_cache`` carries only their counts); ``None`` when none are
+    known: a transcript alone holds no tool list, the capture proxy's records do."""
+    if not isinstance(diagnosis, dict):
+        return None
+    added, removed = diagnosis.get("tools_added"), diagnosis.get("tools_removed")
+    if not isinstance(added, list) or not isinstance(removed, list) or not (added or removed):
+        return None
+    return {"added": [str(n) for n in added], "removed": [str(n) for n in removed]}
 
 
 def _subagents(streams: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -126,6 +139,15 @@ def combine(view: dict[str, Any], sent: Any) -> None:
     view.setdefault("subagents", None)
 
 
+def _names_object(view: dict[str, Any]) -> dict[str, list[str]] | None:
+    """``{"tools_added_names": [...], "tools_removed_names": [...]}`` of the transcript's
+    last miss (the names request records carry beside their counts), or null."""
+    tools = view.get("last_miss_tools")
+    if not tools:
+        return None
+    return {"tools_added_names": tools["added"], "tools_removed_names": tools["removed"]}
+
+
 def json_object(payload: Any, view: dict[str, Any]) -> dict[str, Any]:
     out = dict(payload) if isinstance(payload, dict) else {}
     if view["source"] == "transcript":
@@ -148,6 +170,7 @@ def json_object(payload: Any, view: dict[str, Any]) -> dict[str, Any]:
         "unpriced_models": view.get("unpriced_models", []),
         "seconds_to_expiry": None if expires is None else round(max(0.0, expires - view["now"]), 3),
         "subagents": agents,
+        "last_miss_cause": _names_object(view),
         "unreadable_files": view.get("unreadable_files", []),
         "streams": [
             {
