@@ -119,7 +119,6 @@ async def handle(request: web.Request) -> web.StreamResponse:
     if recorder is not None:
         exchange = Exchange(
             sent_at=time.time(),
-            request_body=b"",
             request_encoding=request.headers.get("Content-Encoding", ""),
             betas=",".join(request.headers.getall("anthropic-beta", [])),
             hints={
@@ -136,7 +135,7 @@ async def handle(request: web.Request) -> web.StreamResponse:
         if exchange is not None and recorder is not None and kept is not None:
             if exchange.done_at is None:
                 exchange.done_at = time.time()
-            exchange.request_body = b"".join(kept)
+            exchange.request_parts = kept  # joined by the recorder, off the event loop
             recorder.submit(exchange)
 
 

@@ -1,7 +1,8 @@
 """From one forwarded ``POST /v1/messages`` to one normalised record line, off the hot path.
 
 The forwarder hands over the raw bytes it relayed (an ``Exchange``) once the client has
-its last byte; a single recorder thread parses, fingerprints and appends. The record is
+its last byte; a single recorder thread has them turned into a line (by the worker process
+of ``worker``, or itself) and appends it. The record is
 built by the capture reader itself (``ingest.capture.read_call``), so the proxy's lines
 mean exactly what a claude-trace capture of the same call would. Kept: usage, ids, times,
 status, the server's diagnostics, the fingerprint (hashes, names, counts, lengths) and
@@ -10,17 +11,12 @@ Claude Code's gateway hints. Never kept: prompt or response text, any other head
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import os
 import queue
-import signal
 import sys
 import threading
 import zlib
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from multiprocessing import get_context
 from typing import Any
 
 from cachediag.ingest.capture import read_call
@@ -28,6 +24,7 @@ from cachediag.ingest.fingerprint import canonical_json
 from cachediag.ingest.lines import BadLine, JsonObject, parse_line
 from cachediag.model import Fingerprint, RequestRecord
 from cachediag.proxy.logfiles import CaptureLog
+from cachediag.proxy.worker import LineWorker, WorkerGone
 
 HINT_HEADERS = {
     "x-claude-code-request-class": "request_class",
@@ -56,7 +53,10 @@ class Exchange:
     """What the forwarder saw of one messages request: raw bytes, never parsed there."""
 
     sent_at: float
-    request_body: bytes
+    request_body: bytes = b""
+    request_parts: list[bytes] = field(default_factory=list)
+    """The body as the chunks it was relayed in (the forwarder never joins them); when
+    given, they are the body and ``request_body`` is not read."""
     request_encoding: str = ""
     betas: str = ""
     """The ``anthropic-beta`` header as sent (names only reach the record)."""
@@ -115,8 +115,9 @@ DECODABLE = ("gzip", "deflate", "br") if BROTLI is not None else ("gzip", "defla
 
 
 def _request_body(ex: Exchange) -> JsonObject | None:
+    raw = b"".join(ex.request_parts) if ex.request_parts else ex.request_body
     try:
-        body = parse_line(decode_body(ex.request_body, ex.request_encoding))
+        body = parse_line(decode_body(raw, ex.request_encoding))
     except BadLine:
         return None
     return body if isinstance(body.get("messages"), list) else None
@@ -227,15 +228,6 @@ def record_line(ex: Exchange) -> bytes:
     return canonical_json(build_record(ex))
 
 
-def _quiet_worker() -> None:
-    # Ctrl-C reaches the whole process group; the parent decides when recording stops,
-    # and the worker must live to build the records still queued.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # Records can wait; answers cannot: on a busy machine the relay gets the CPU first.
-    with contextlib.suppress(OSError):
-        os.nice(10)
-
-
 class Recorder:
     """Turns exchanges into lines away from the event loop, which only enqueues.
 
@@ -251,11 +243,7 @@ class Recorder:
         self.failed = 0
         self.offloaded = 0
         """Lines the worker process built (the rest were built in this thread)."""
-        self._pool: ProcessPoolExecutor | None = None
-        if offload:
-            self._pool = ProcessPoolExecutor(
-                max_workers=1, mp_context=get_context("spawn"), initializer=_quiet_worker
-            )
+        self._worker = LineWorker() if offload else None
         self._queue: queue.SimpleQueue[Exchange | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="cachediag-recorder", daemon=True)
         self._thread.start()
@@ -267,21 +255,24 @@ class Recorder:
         """Write everything submitted so far, then stop."""
         self._queue.put(None)
         self._thread.join()
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
+        if self._worker is not None:
+            self._worker.close()
         self.log.close()
 
     def _line(self, ex: Exchange) -> bytes:
-        if self._pool is not None:
+        if self._worker is not None:
             try:
-                line = self._pool.submit(record_line, ex).result()
-                self.offloaded += 1
-                return line
-            except Exception:
+                line = self._worker.line(ex)
+            except WorkerGone:
                 # A worker that died or could not start (a host script that spawns
                 # processes unguarded): build here from now on; this record too.
-                pool, self._pool = self._pool, None
-                pool.shutdown(wait=False, cancel_futures=True)
+                worker, self._worker = self._worker, None
+                worker.close()
+            else:
+                if line is not None:
+                    self.offloaded += 1
+                    return line
+                # It raised there: build it here, where the failure is reported.
         return record_line(ex)
 
     def _run(self) -> None:
