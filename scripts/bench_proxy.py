@@ -1,18 +1,26 @@
 """Time what ``cachediag proxy`` adds to a request, against the same request sent direct.
 
-A fake Anthropic API runs on 127.0.0.1 in a process of its own and answers every
-``POST /v1/messages`` with a server-sent event stream (``message_start``, ``--events``
-text deltas ``--gap-ms`` apart, ``message_delta``, ``message_stop``). The client (this
-process, aiohttp) sends a ~200k-token request (a conversation of long messages under a
-system prompt and a tool list: ``--tokens``) either straight to that upstream or through
-the installed ``cachediag proxy`` (its own venv, started as users start it, recording to a
-scratch folder), with 1 and 16 streams at a time. Rounds alternate which path goes first.
-Per request it measures the time to the first byte of the answer and to its last byte;
-reported are p50 and p99 of each path and the proxy's overhead (proxy minus direct), plus
-what fingerprinting and recording one such request costs (in-process, the recorder's own
-code), which the proxy does after the answer is complete, off the client's path.
+Three processes besides the proxies, none of them the proxy: a fake Anthropic API on
+127.0.0.1 (its own process) that answers every ``POST /v1/messages`` with a server-sent
+event stream (``message_start``, ``--events`` text deltas ``--gap-ms`` apart,
+``message_delta``, ``message_stop``), and the load client (this process). Both speak
+HTTP/1.1 on plain asyncio sockets rather than aiohttp: on a 2-core machine every
+millisecond of CPU the harness spends is a millisecond the proxy waits for, so the harness
+is made as cheap as it can be, and its own CPU per request is printed beside the proxy's.
 
-    python scripts/bench_proxy.py [--rounds 40] [--tokens 200000] [--install venv|none]
+The client sends a ~200k-token request (a conversation of long messages under a system
+prompt and a tool list: ``--tokens``) on kept-alive connections either straight to the
+upstream or through the installed ``cachediag proxy`` (its own venv, started as users
+start it): once with ``--no-record`` (the relay alone) and once recording to a scratch
+folder. Batches of 1 and of 16 concurrent streams; the three paths take turns within each
+round, each first, second and last equally often. After a batch through the recording
+proxy the client waits until every record of it is written, so fingerprinting never spills
+into the next path's batch. Per request: time to the first SSE event and to the end of the
+answer; reported are p50 and p99 of each path, what the proxy adds (path minus direct),
+the CPU time each process spent per request (from /proc), the load average around each
+phase, and, separately, what fingerprinting and appending one such record costs.
+
+    python scripts/bench_proxy.py [--samples 320] [--tokens 200000] [--install venv|none]
 
 ``--install none`` runs ``python -m cachediag`` from this checkout instead of a venv.
 """
@@ -23,6 +31,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import signal
 import statistics
 import subprocess
@@ -56,7 +65,7 @@ def request_body(tokens: int) -> bytes:
     used = len(json.dumps(tools)) + len(json.dumps(system))
     messages: list[dict[str, Any]] = []
     n = 0
-    while used < chars:
+    while used < chars or not messages:
         text = f"turn {n}: " + "some code and its output, line after line. " * 90
         role = "user" if n % 2 == 0 else "assistant"
         messages.append({"role": role, "content": [{"type": "text", "text": text}]})
@@ -72,9 +81,6 @@ def request_body(tokens: int) -> bytes:
         "messages": messages,
     }
     return json.dumps(body).encode()
-
-
-# --- the fake upstream (run as: bench_proxy.py --serve PORTFILE EVENTS GAP_MS) --------
 
 
 def sse_answer(n: int, events: int) -> list[bytes]:
@@ -104,33 +110,70 @@ def sse_answer(n: int, events: int) -> list[bytes]:
     ]
 
 
-def serve_upstream(port_file: str, events: int, gap_ms: float) -> None:
-    from aiohttp import web
+LAST_EVENT = b"event: message_stop\n"
 
-    counter = iter(range(1 << 62))
 
-    async def messages(request: web.Request) -> web.StreamResponse:
-        await request.read()
-        n = next(counter)
-        response = web.StreamResponse(
-            headers={"Content-Type": "text/event-stream", "request-id": f"req_bench_{n}"}
+# --- the fake upstream (run as: bench_proxy.py --serve PORTFILE EVENTS GAP_MS) --------
+
+
+class FakeApi(asyncio.Protocol):
+    """One kept-alive connection: read a request head and its Content-Length body (counted,
+    never kept), answer with a chunked event stream, repeat."""
+
+    counter = 0
+
+    def __init__(self, events: int, gap_s: float) -> None:
+        self.events, self.gap_s = events, gap_s
+        self.head = b""
+        self.remaining: int | None = None
+        self.transport: asyncio.Transport | None = None
+        self.answering: set[asyncio.Task[None]] = set()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        if self.remaining is None:
+            self.head += data
+            end = self.head.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            head, data = self.head[:end].lower(), self.head[end + 4 :]
+            self.head = b""
+            length = [ln for ln in head.split(b"\r\n") if ln.startswith(b"content-length:")]
+            if not length:  # the proxy keeps the client's framing: a length is always there
+                assert self.transport is not None
+                self.transport.write(b"HTTP/1.1 411 Length Required\r\ncontent-length: 0\r\n\r\n")
+                return
+            self.remaining = int(length[0].split(b":", 1)[1])
+        self.remaining -= len(data)
+        if self.remaining <= 0:
+            self.remaining = None
+            FakeApi.counter += 1
+            task = asyncio.ensure_future(self.answer(FakeApi.counter))
+            self.answering.add(task)  # held until done: the loop keeps weak references
+            task.add_done_callback(self.answering.discard)
+
+    async def answer(self, n: int) -> None:
+        transport = self.transport
+        assert transport is not None
+        transport.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n"
+            b"request-id: req_bench_%d\r\ntransfer-encoding: chunked\r\n\r\n" % n
         )
-        await response.prepare(request)
-        for i, chunk in enumerate(sse_answer(n, events)):
-            if i and gap_ms:
-                await asyncio.sleep(gap_ms / 1000)
-            await response.write(chunk)
-        await response.write_eof()
-        return response
+        for i, event in enumerate(sse_answer(n, self.events)):
+            if i and self.gap_s:
+                await asyncio.sleep(self.gap_s)
+            transport.write(b"%x\r\n%s\r\n" % (len(event), event))
+        transport.write(b"0\r\n\r\n")
 
+
+def serve_upstream(port_file: str, events: int, gap_ms: float) -> None:
     async def main() -> None:
-        app = web.Application(client_max_size=1 << 30)
-        app.router.add_post("/v1/messages", messages)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        Path(port_file).write_text(str(runner.addresses[0][1]))
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(lambda: FakeApi(events, gap_ms / 1000), "127.0.0.1", 0)
+        Path(port_file).write_text(str(server.sockets[0].getsockname()[1]))
         await asyncio.Event().wait()
 
     asyncio.run(main())
@@ -143,65 +186,131 @@ def serve_upstream(port_file: str, events: int, gap_ms: float) -> None:
 class Samples:
     ttfb_ms: list[float] = field(default_factory=list)
     total_ms: list[float] = field(default_factory=list)
+    cpu_ms: float = 0.0
+    """CPU of the path's own process(es) (the proxy; the upstream for direct)."""
+    harness_ms: float = 0.0
+    """CPU of the client and the upstream."""
+    requests: int = 0
 
 
-async def one_request(session: Any, url: str, body: bytes, out: Samples) -> None:
+@dataclass
+class Target:
+    name: str
+    port: int
+    pids: list[int]
+    """Whose CPU counts as the path's (the proxy, or the upstream for direct)."""
+    log_dir: Path | None = None
+    """A recording proxy's folder: the client waits for its records after each batch."""
+    conns: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = field(default_factory=list)
+    sent: int = 0
+
+
+async def one_request(
+    conn: tuple[asyncio.StreamReader, asyncio.StreamWriter], head: bytes, body: bytes
+) -> tuple[float, float]:
+    reader, writer = conn
     start = time.perf_counter()
-    async with session.post(url, data=body, headers={"x-api-key": "bench"}) as resp:
-        first = None
-        async for _chunk in resp.content.iter_any():
-            if first is None:
-                first = time.perf_counter()
-        end = time.perf_counter()
-    assert resp.status == 200 and first is not None
-    out.ttfb_ms.append((first - start) * 1000)
-    out.total_ms.append((end - start) * 1000)
+    writer.write(head)
+    writer.write(body)
+    status = await reader.readuntil(b"\r\n\r\n")
+    if not status.startswith(b"HTTP/1.1 200") or b"chunked" not in status.lower():
+        raise SystemExit(f"unexpected answer: {status[:200]!r}")
+    first = None
+    last = b""
+    while True:
+        size = int((await reader.readuntil(b"\r\n"))[:-2], 16)
+        if size == 0:
+            await reader.readuntil(b"\r\n")
+            break
+        last = (await reader.readexactly(size + 2))[:-2]
+        if first is None:
+            first = time.perf_counter()
+    end = time.perf_counter()
+    if first is None or LAST_EVENT not in last:
+        raise SystemExit("an answer ended before its message_stop event")
+    return (first - start) * 1000, (end - start) * 1000
 
 
-PATHS = ("direct", "relay", "proxy")
-"""Straight to the upstream; through ``proxy --no-record``; through the proxy recording."""
-
-
-async def run_rounds(
-    urls: dict[str, str], body: bytes, rounds: int, concurrency: int
-) -> dict[str, Samples]:
-    import aiohttp
-
-    results = {name: Samples() for name in PATHS}
-    connector = aiohttp.TCPConnector(limit=0)
-    async with aiohttp.ClientSession(connector=connector) as session:
-        for name in PATHS:  # warm every path's connections and imports
-            await asyncio.gather(
-                *(one_request(session, urls[name] + "/v1/messages", body, Samples())
-                  for _ in range(concurrency))
-            )  # fmt: skip
-        for r in range(rounds):
-            # Each path goes first, second and last equally often.
-            order = PATHS[r % 3 :] + PATHS[: r % 3]
-            for name in order:
-                await asyncio.gather(
-                    *(one_request(session, urls[name] + "/v1/messages", body, results[name])
-                      for _ in range(concurrency))
-                )  # fmt: skip
-    return results
-
-
-def cpu_ms(pid: int) -> float:
-    """CPU time (user + system) of a process and its children so far, from /proc."""
+def cpu_ms(pids: list[int], children: bool = True) -> float:
+    """CPU time (user + system) of processes (and their children) so far, from /proc."""
     from bench_analyze import _children_of
 
     total = 0.0
-    for one in (pid, *_children_of(pid)):
-        try:
-            fields = Path(f"/proc/{one}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+    for pid in pids:
+        for one in (pid, *(_children_of(pid) if children else ())):
+            try:
+                fields = Path(f"/proc/{one}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            total += (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
     return total
 
 
-def percentile(values: list[float], q: float) -> float:
-    return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
+def own_cpu_ms() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return (usage.ru_utime + usage.ru_stime) * 1000
+
+
+def records_in(log_dir: Path) -> int:
+    return sum(p.read_bytes().count(b"\n") for p in log_dir.glob("*.jsonl"))
+
+
+async def wait_for_records(target: Target, timeout_s: float = 60.0) -> None:
+    assert target.log_dir is not None
+    deadline = time.monotonic() + timeout_s
+    while records_in(target.log_dir) < target.sent:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{target.name}: records missing after {timeout_s:.0f} s")
+        await asyncio.sleep(0.02)
+
+
+async def batch(
+    target: Target, body: bytes, concurrency: int, upstream_pid: int, out: Samples | None
+) -> None:
+    head = (
+        f"POST /v1/messages?beta=true HTTP/1.1\r\nhost: 127.0.0.1:{target.port}\r\n"
+        "content-type: application/json\r\nanthropic-version: 2023-06-01\r\n"
+        f"x-api-key: bench\r\ncontent-length: {len(body)}\r\n\r\n"
+    ).encode()
+    while len(target.conns) < concurrency:
+        target.conns.append(await asyncio.open_connection("127.0.0.1", target.port))
+    path0, upstream0 = cpu_ms(target.pids), cpu_ms([upstream_pid], children=False)
+    client0 = own_cpu_ms()
+    times = await asyncio.gather(
+        *(one_request(conn, head, body) for conn in target.conns[:concurrency])
+    )
+    client = own_cpu_ms() - client0
+    target.sent += concurrency
+    if target.log_dir is not None:
+        await wait_for_records(target)
+    if out is not None:
+        out.cpu_ms += cpu_ms(target.pids) - path0
+        out.harness_ms += client + cpu_ms([upstream_pid], children=False) - upstream0
+        out.requests += concurrency
+        for ttfb, total in times:
+            out.ttfb_ms.append(ttfb)
+            out.total_ms.append(total)
+
+
+async def run_rounds(
+    targets: list[Target], body: bytes, rounds: int, concurrency: int, upstream_pid: int
+) -> dict[str, Samples]:
+    results = {t.name: Samples() for t in targets}
+    for target in targets:  # open and warm every path's connections
+        await batch(target, body, concurrency, upstream_pid, None)
+    for r in range(rounds):
+        # Each path goes first, second and last equally often.
+        for target in targets[r % 3 :] + targets[: r % 3]:
+            await batch(target, body, concurrency, upstream_pid, results[target.name])
+    for target in targets:
+        for _, writer in target.conns:
+            writer.close()
+        target.conns.clear()
+    return results
+
+
+def percentile(values: list[float], q: int) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
 
 
 def fingerprint_cost(body: bytes, repeats: int) -> tuple[float, float]:
@@ -231,7 +340,7 @@ def fingerprint_cost(body: bytes, repeats: int) -> tuple[float, float]:
 
 def start_proxy(
     argv: list[str], env: dict[str, str], upstream: str, log_dir: Path, *extra: str
-) -> tuple[subprocess.Popen[str], str]:
+) -> tuple[subprocess.Popen[str], int]:
     proc = subprocess.Popen(
         [*argv, "proxy", "--listen", "127.0.0.1:0", "--upstream", upstream,
          "--log-dir", str(log_dir), *extra],
@@ -242,15 +351,43 @@ def start_proxy(
     if "ANTHROPIC_BASE_URL=" not in ready:
         proc.kill()
         raise SystemExit(f"the proxy did not start: {ready}{proc.stderr.read()}")
-    return proc, ready.split("ANTHROPIC_BASE_URL=")[1].strip()
+    return proc, int(ready.rsplit(":", 1)[1])
+
+
+def report(concurrency: int, results: dict[str, Samples], load: tuple[float, float]) -> None:
+    print(
+        f"{concurrency} stream(s) at once; load average {load[0]:.1f} before, {load[1]:.1f} after"
+    )
+    print(f"  {'metric':>11} {'path':>6} {'p50 ms':>8} {'p99 ms':>8} {'+p50':>7} {'+p99':>7}")
+    for metric, label in (("ttfb_ms", "first event"), ("total_ms", "last byte")):
+        base = getattr(results["direct"], metric)
+        p50, p99 = percentile(base, 50), percentile(base, 99)
+        for name, samples in results.items():
+            values = getattr(samples, metric)
+            q50, q99 = percentile(values, 50), percentile(values, 99)
+            added = "" if name == "direct" else f" {q50 - p50:>+7.2f} {q99 - p99:>+7.2f}"
+            print(f"  {label:>11} {name:>6} {q50:>8.2f} {q99:>8.2f}{added}")
+    cpu = {name: s.cpu_ms / s.requests for name, s in results.items()}
+    harness = sum(s.harness_ms for s in results.values()) / sum(
+        s.requests for s in results.values()
+    )
+    print(
+        f"  CPU per request: relay {cpu['relay']:.2f} ms, recording proxy {cpu['proxy']:.2f} ms"
+        f" (its worker process included); the harness (client + fake upstream) "
+        f"{harness:.2f} ms"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=40)
+    parser.add_argument(
+        "--samples", type=int, default=320,
+        help="requests timed per path and concurrency (rounds = samples / streams)",
+    )  # fmt: skip
     parser.add_argument("--tokens", type=int, default=200_000)
     parser.add_argument("--events", type=int, default=20, help="text deltas per answer")
     parser.add_argument("--gap-ms", type=float, default=2.0, help="between events upstream")
+    parser.add_argument("--streams", type=int, nargs="+", default=[1, 16])
     parser.add_argument("--install", choices=("venv", "none"), default="venv")
     parser.add_argument("--serve", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -276,17 +413,16 @@ def main(argv: list[str] | None = None) -> int:
             ))  # fmt: skip
             while not port_file.exists() or not port_file.read_text():
                 time.sleep(0.05)
-            upstream = f"http://127.0.0.1:{port_file.read_text()}"
+            up_port = int(port_file.read_text())
+            upstream = f"http://127.0.0.1:{up_port}"
             log_dir = Path(scratch) / "captures"
-            relay, relay_url = start_proxy(command, env, upstream, log_dir, "--no-record")
+            relay, relay_port = start_proxy(command, env, upstream, log_dir, "--no-record")
             procs.append(relay)
-            recording, proxy_url = start_proxy(command, env, upstream, log_dir)
+            recording, proxy_port = start_proxy(command, env, upstream, log_dir)
             procs.append(recording)
-            urls = {"direct": upstream, "relay": relay_url, "proxy": proxy_url}
             print(
                 f"request: {len(body) / 1e6:.2f} MB (~{args.tokens:,} tokens); answer: "
-                f"{args.events + 3} SSE events {args.gap_ms:g} ms apart; {args.rounds} rounds, "
-                f"paths interleaved; load average {os.getloadavg()[0]:.1f} on "
+                f"{args.events + 3} SSE events {args.gap_ms:g} ms apart; paths interleaved; "
                 f"{os.cpu_count()} cores"
             )
             print(
@@ -294,37 +430,18 @@ def main(argv: list[str] | None = None) -> int:
                 f"{build_ms:.1f} ms; append its line: {write_ms:.2f} ms"
             )
             print("relay: proxy --no-record; proxy: recording. added = path minus direct.")
-            print(f"{'streams':>7} {'metric':>6} {'path':>6} {'p50 ms':>8} {'p99 ms':>8} "
-                  f"{'+p50':>7} {'+p99':>7}")  # fmt: skip
-            for concurrency in (1, 16):
-                before = {
-                    name: cpu_ms(proc.pid)
-                    for name, proc in (("relay", relay), ("proxy", recording))
-                }
-                results = asyncio.run(run_rounds(urls, body, args.rounds, concurrency))
-                time.sleep(1.0)  # the recorder finishes the last records
-                sent = (args.rounds + 1) * concurrency
-                cpu = {
-                    name: (cpu_ms(proc.pid) - before[name]) / sent
-                    for name, proc in (("relay", relay), ("proxy", recording))
-                }
-                for metric in ("ttfb_ms", "total_ms"):
-                    base = getattr(results["direct"], metric)
-                    p50, p99 = percentile(base, 50), percentile(base, 99)
-                    for name in PATHS:
-                        values = getattr(results[name], metric)
-                        q50, q99 = percentile(values, 50), percentile(values, 99)
-                        added = "" if name == "direct" else f"{q50 - p50:>7.2f} {q99 - p99:>7.2f}"
-                        print(
-                            f"{concurrency:>7} {metric[:-3]:>6} {name:>6} "
-                            f"{q50:>8.2f} {q99:>8.2f} {added}"
-                        )
-                print(
-                    f"{concurrency:>7} CPU per request: relay {cpu['relay']:.1f} ms, "
-                    f"recording proxy {cpu['proxy']:.1f} ms (its worker process included)"
-                )
-            records = sum(len(p.read_text().splitlines()) for p in log_dir.glob("*.jsonl"))
-            print(f"records written by the recording proxy: {records}")
+            for concurrency in args.streams:
+                targets = [
+                    Target("direct", up_port, [procs[0].pid]),
+                    Target("relay", relay_port, [relay.pid]),
+                    Target("proxy", proxy_port, [recording.pid], log_dir=log_dir),
+                ]
+                targets[2].sent = records_in(log_dir)
+                rounds = max(1, args.samples // concurrency)
+                load_before = os.getloadavg()[0]
+                results = asyncio.run(run_rounds(targets, body, rounds, concurrency, procs[0].pid))
+                report(concurrency, results, (load_before, os.getloadavg()[0]))
+            print(f"records written by the recording proxy: {records_in(log_dir)}")
         finally:
             for proc in reversed(procs):
                 if proc.poll() is None:
