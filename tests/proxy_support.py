@@ -238,16 +238,19 @@ def _upstream_reply(rec: dict[str, Any]) -> Reply:
     return Reply(status=resp.get("status_code", 200), headers=headers, chunks=chunks)
 
 
-async def replay_capture(path: Path, log_dir: Path) -> None:
+async def replay_capture(
+    path: Path, log_dir: Path, extra_headers: Callable[[int], dict[str, str]] | None = None
+) -> None:
     """Send every request of a capture through the proxy, one after the other, to an
-    upstream that answers each with the capture's own response."""
+    upstream that answers each with the capture's own response; ``extra_headers(i)`` adds
+    headers to the i-th request."""
     import aiohttp
 
     recs = capture_records(path)
     queue = [_upstream_reply(r) for r in recs]
     with FakeUpstream(lambda seen: queue.pop(0)) as up:
         async with proxy_to(up.url, log_dir) as base, aiohttp.ClientSession() as session:
-            for rec in recs:
+            for i, rec in enumerate(recs):
                 req = rec["request"]
                 url = URL(req["url"])
                 headers = {
@@ -255,6 +258,8 @@ async def replay_capture(path: Path, log_dir: Path) -> None:
                     for k, v in req.get("headers", {}).items()
                     if k.lower() not in ("content-length", "host")
                 }
+                if extra_headers is not None:
+                    headers.update(extra_headers(i))
                 target = URL(base + url.raw_path_qs, encoded=True)
                 body = json.dumps(req["body"]).encode()
                 async with session.request(
