@@ -111,6 +111,9 @@ def sse_answer(n: int, events: int) -> list[bytes]:
 
 
 LAST_EVENT = b"event: message_stop\n"
+MIN_ROUNDS = 40
+"""A round's requests share one burst, so rounds, not requests, are the independent
+samples: at least this many of them whatever ``--samples`` says."""
 
 
 # --- the fake upstream (run as: bench_proxy.py --serve PORTFILE EVENTS GAP_MS) --------
@@ -437,7 +440,7 @@ def main(argv: list[str] | None = None) -> int:
                     Target("proxy", proxy_port, [recording.pid], log_dir=log_dir),
                 ]
                 targets[2].sent = records_in(log_dir)
-                rounds = max(1, args.samples // concurrency)
+                rounds = max(MIN_ROUNDS, args.samples // concurrency)
                 load_before = os.getloadavg()[0]
                 results = asyncio.run(run_rounds(targets, body, rounds, concurrency, procs[0].pid))
                 report(concurrency, results, (load_before, os.getloadavg()[0]))
