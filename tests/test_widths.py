@@ -18,13 +18,22 @@ from click.testing import CliRunner
 from cachediag.cli import main
 from tests.conftest import FIXTURES
 
+
+def main_logs(folder: Path) -> list[Path]:
+    """The logs below ``folder`` that are not a subagent's own file."""
+    return sorted(
+        p
+        for p in folder.rglob("*.jsonl")
+        if "subagents" not in p.parts and not p.name.startswith("agent-")
+    )
+
+
 WIDTHS = [80, 120]
-LOGS = sorted(
+LOGS = [
     p
     for folder in ("real", "captures", "rules", "providers", "usage")
-    for p in (FIXTURES / folder).rglob("*.jsonl")
-    if "subagents" not in p.parts and not p.name.startswith("agent-")
-)
+    for p in main_logs(FIXTURES / folder)
+]
 FOLDERS = [FIXTURES / f for f in ("real", "captures", "rules", "providers")]
 BY = ["session", "project", "day", "week", "month", "gap", "model", "cause", "stream-kind"]
 
@@ -51,23 +60,40 @@ def check(text: str, width: int, atoms: set[str]) -> None:
     assert not split, f"cut across lines or missing: {split[:10]}"
 
 
-def request_atoms(records: list[dict[str, Any]]) -> set[str]:
+def request_atoms(records: list[dict[str, Any]], expected: str) -> set[str]:
+    """``expected``: how the view names an announced rebuild (``expected ({kind})``), one
+    cause in two words that must not be cut between them either."""
     atoms: set[str] = set()
     for r in records:
         if r["outcome"] in ("miss", "expected"):
             atoms |= {f"{r['reprocessed_tokens']:,}", clock(r["at"]), *r["causes"]}
+        if r["outcome"] == "expected":
+            atoms.add(expected.format(kind=r["announced"] or "rebuild"))
     return atoms
 
 
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("log", LOGS, ids=[str(p.relative_to(FIXTURES)) for p in LOGS])
 def test_analyze_and_explain_fit(log: Path, width: int) -> None:
+    check_analyze_and_explain(log, width)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_whole_corpus_fits(corpus: Path, width: int) -> None:
+    """Every shared corpus log too (more sessions than are bundled; skipped without it)."""
+    logs = main_logs(corpus)
+    assert len(logs) > len([p for p in LOGS if "real" in p.parts])
+    for log in logs:
+        check_analyze_and_explain(log, width)
+
+
+def check_analyze_and_explain(log: Path, width: int) -> None:
     sessions = json_run("analyze", "--requests", "--now", "0", str(log))
     result = run(width, "analyze", "--now", "0", str(log))
     assert result.exit_code == 0, result.output
     atoms: set[str] = set()
     for s in sessions:
-        atoms |= request_atoms(s["requests"])
+        atoms |= request_atoms(s["requests"], "expected ({kind})")
         atoms |= set(s["prompt_cache"]["miss_causes"])
     check(result.stdout, width, atoms)
 
@@ -107,14 +133,13 @@ TRANSCRIPTS = [SPOTTER, FIXTURES / "real" / "claude-code-viewer", FIXTURES / "ru
 @pytest.mark.parametrize("path", TRANSCRIPTS, ids=[p.name for p in TRANSCRIPTS])
 def test_watch_lines_fit(path: Path, width: int) -> None:
     events = json_run("watch", "--once", "--json", str(path))
-    atoms: set[str] = set()
-    for e in events:
-        if e["event"] == "request":
-            atoms.add(clock(e["at"]))
-            if e["outcome"] in ("miss", "expected"):
-                atoms |= {f"{e['reprocessed_tokens']:,}", *e["causes"]}
-            else:
-                atoms.add(f"{e['cache_read_tokens']:,} read")
+    requests = [e for e in events if e["event"] == "request"]
+    atoms = request_atoms(requests, "after {kind}") | {clock(e["at"]) for e in requests}
+    atoms |= {
+        f"{e['cache_read_tokens']:,} read"
+        for e in requests
+        if e["outcome"] not in ("miss", "expected")
+    }
     result = run(width, "watch", "--once", str(path))
     assert result.exit_code == 0, result.output
     check(result.stdout, width, atoms)

@@ -32,6 +32,9 @@ class Column:
     """Columns with the lowest ``keep`` go first when the table does not fit."""
     wraps: bool = False
     """A column of words that may wrap between words (never inside one)."""
+    atoms: Sequence[str] = ()
+    """Phrases of a wrapping column that must stay on one line (``expected
+    (compaction)`` is one cause in two words): the column is never narrower."""
     short_header: str | None = None
     before_wrapping: bool = True
     """Take a narrower rendering rather than wrap a column of words; ``False`` keeps the
@@ -50,7 +53,7 @@ class Column:
         if not self.wraps:
             return self.width()
         words = [w for c in self.cells() for w in _plain(c).split()]
-        return max([len(self.header), *(len(w) for w in words)])
+        return max([len(self.header), *(len(w) for w in (*words, *self.atoms))])
 
 
 def _plain(cell: Cell) -> str:

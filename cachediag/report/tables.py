@@ -80,10 +80,13 @@ def _details(entry: LedgerEntry) -> list[str]:
     return out
 
 
+def _expected_label(entry: LedgerEntry) -> str:
+    return f"expected ({entry.announced.value if entry.announced else 'rebuild'})"
+
+
 def _causes(entry: LedgerEntry) -> Text:
     if entry.outcome is Outcome.EXPECTED:
-        kind = entry.announced.value if entry.announced else "rebuild"
-        return Text(f"expected ({kind})", style="cyan")
+        return Text(_expected_label(entry), style="cyan")
     d = entry.diagnosis
     if d is None:
         return Text("")
@@ -130,7 +133,12 @@ def misses_table(
         costs = [format_usd(entry_cost(e, price_of).miss_cost_usd) for e in rows]
         columns.append(Column("cost", [costs], justify="right"))
     columns += [
-        Column("cause", [[_causes(e) for e in rows]], wraps=True),
+        Column(
+            "cause",
+            [[_causes(e) for e in rows]],
+            wraps=True,
+            atoms=[_expected_label(e) for e in rows if e.outcome is Outcome.EXPECTED],
+        ),
         Column(
             "read/cached",
             [[_read_cached(e) for e in rows], [_read_cached(e, compact=True) for e in rows]],
