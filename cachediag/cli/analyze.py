@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import tzinfo
 from pathlib import Path
@@ -14,14 +16,7 @@ import click
 
 from cachediag.analysis.session import SessionAnalysis
 from cachediag.cli.captures import capture_join, captures_option
-from cachediag.cli.common import (
-    EPOCH,
-    Progress,
-    emit_json,
-    finish_reading,
-    pricing_option,
-    stderr_progress,
-)
+from cachediag.cli.common import EPOCH, Progress, emit_json, finish_reading, pricing_option
 from cachediag.cli.window import Bound, Window, resolve_window, window_options, zone_or_local
 
 
@@ -80,7 +75,8 @@ def analyze(
     several places (copies, backups, two config dirs) is one session, each response
     counted once; files that cannot be read are named on stderr and the rest is read.
     --since/--until keep the sessions with a request in that window (each is still
-    analysed whole). Several sessions are shown oldest first, with a totals line.
+    analysed whole). Several sessions are shown oldest first, with a totals line (JSON
+    Lines in the same order, sessions only).
 
     \b
     Examples:
@@ -103,19 +99,25 @@ def analyze(
     window = resolve_window(since, until, clock, display)
     run = Run(jobs=jobs, enrich=capture_join(captures_dir, no_captures))
     as_json = as_json or jq_filter is not None or requests
-    # Tables are printed once every session is read (oldest first): a bar may use the
-    # terminal meanwhile. JSON lines stream, so then only when stdout is not the terminal.
-    progress = stderr_progress("reading sessions") if as_json else table_progress()
+    # Output comes once every session is read (oldest first): a bar may use the terminal
+    # meanwhile.
+    progress = table_progress()
     run.on_progress = progress.update if progress else None
 
     if as_json:
         render = SessionJson(requests, pricing_file, window)
-        lines = (line for line in run.rendered(path_list, stdin, clock, render) if line)
-        if jq_filter is None:
-            for line in lines:
-                click.echo(line)
-        else:
-            emit_json(map(json.loads, lines), jq_filter)
+        with tempfile.TemporaryFile() as held:
+            spool = TimeOrder(held)
+            for at, line in run.rendered(path_list, stdin, clock, render):
+                spool.add(at, line)
+            if progress:
+                progress.close()
+                progress = None
+            if jq_filter is None:
+                for line in spool.lines():
+                    click.echo(line)
+            else:
+                emit_json(map(json.loads, spool.lines()), jq_filter)
     else:
         from rich.console import RenderableType
 
@@ -162,13 +164,14 @@ class SessionJson:
     pricing_file: Path | None
     window: Window = field(default_factory=Window)
 
-    def __call__(self, a: SessionAnalysis) -> str:
-        """The JSON line; empty for a session with no request in the window."""
+    def __call__(self, a: SessionAnalysis) -> tuple[float, str]:
+        """When the session started, and its JSON line (empty for a session with no
+        request in the window)."""
         from cachediag.pricing import price_function, pricing_source
         from cachediag.report.serialize import session_dict
 
         if not self.window.open and not in_window(a, self.window):
-            return ""
+            return first_at(a), ""
 
         obj = session_dict(
             a,
@@ -176,7 +179,30 @@ class SessionJson:
             price_of=price_function(self.pricing_file),
             pricing_source=pricing_source(self.pricing_file),
         )
-        return json.dumps(obj, ensure_ascii=False)
+        return first_at(a), json.dumps(obj, ensure_ascii=False)
+
+
+class TimeOrder:
+    """JSON lines put in the tables' order: by the session's start, then as read.
+
+    The lines wait in ``file``, a private temporary file (with ``--requests`` a long
+    history makes hundreds of MB of them); only their start times and places are kept in
+    memory."""
+
+    def __init__(self, file: IO[bytes]) -> None:
+        self._file = file
+        self._places: list[tuple[float, int, int, int]] = []
+
+    def add(self, at: float, line: str) -> None:
+        if line:
+            data = line.encode()
+            self._places.append((at, len(self._places), self._file.tell(), len(data)))
+            self._file.write(data)
+
+    def lines(self) -> Iterator[str]:
+        for _, _, offset, size in sorted(self._places):
+            self._file.seek(offset)
+            yield self._file.read(size).decode()
 
 
 def in_window(a: SessionAnalysis, window: Window) -> bool:

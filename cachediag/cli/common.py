@@ -159,12 +159,3 @@ class Progress:
     def close(self) -> None:
         if self._bar is not None:
             self._bar.stop()
-
-
-def stderr_progress(label: str) -> Progress | None:
-    """A progress bar when stderr is a terminal and stdout is not (tables own the screen)."""
-    import sys
-
-    if sys.stderr.isatty() and not sys.stdout.isatty():
-        return Progress(label)
-    return None
