@@ -18,7 +18,8 @@ import pytest
 from tests.conftest import REAL, ROOT
 
 TOOL_HEAVY = REAL / "spotter" / "tool_heavy.jsonl"
-SPOTTER_IDS = ["4d5611e5-241a-462a-8d15-5122611a9569", "short", "tool_heavy"]
+SPOTTER_IDS = ["short", "tool_heavy", "4d5611e5-241a-462a-8d15-5122611a9569"]
+"""The spotter sessions of the history in time order (analyze's order)."""
 
 
 def command(*args: str) -> list[str]:

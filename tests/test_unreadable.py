@@ -185,7 +185,8 @@ def test_audit_counts_skipped_lines_and_empty_sessions_as_analyze(tmp_path: Path
     (project / "broken.jsonl").write_text(first + "\n" + "{not json\n" * 9)
     analyzed = json_lines(invoke("analyze", "--json", "--now", "0", str(project)))
     report = json.loads(invoke("audit", "--json", "--no-progress", str(project)).stdout)
-    assert [o["skipped_lines"] for o in analyzed] == [9, 0]
+    # The session without a request comes last.
+    assert [(o["session_id"], o["skipped_lines"]) for o in analyzed] == [("hit", 0), ("broken", 9)]
     assert report["skipped_lines"] == sum(o["skipped_lines"] for o in analyzed) == 9
     assert report["empty_sessions"] == 1 and report["sessions"] == 1
     assert report["sessions"] + report["empty_sessions"] == len(analyzed)
