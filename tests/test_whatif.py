@@ -8,11 +8,14 @@ A keep-alive reads the previous request's whole prompt and writes 1 output token
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cachediag.analysis.costs import ModelPrices
 from cachediag.analysis.ledger import LedgerEntry, Outcome, run_ledger
 from cachediag.analysis.whatif import (
     Policy,
+    PolicyResult,
     WhatIf,
     keep_alive_pings,
     replay_stream,
@@ -197,3 +200,50 @@ def test_unpriced_requests_are_counted_not_priced() -> None:
 )
 def test_keep_alive_ping_count(idle: float, pings: int) -> None:
     assert keep_alive_pings(idle) == pings
+
+
+# Pauses around every threshold the replay looks at: the keep-alive interval, both TTLs,
+# the keep-alive's hour; and unpriced requests, 1h writes, cold rebuilds.
+_GAPS = st.sampled_from(
+    [0.0, 5.0, 200.0, 270.0, 271.0, 299.0, 301.0, 600.0, 3599.0, 3601.0, 9000.0]
+)
+_REQUEST = st.tuples(
+    _GAPS,
+    st.integers(0, 200).map(lambda n: n * 1000),
+    st.integers(0, 60).map(lambda n: n * 1000),
+    st.sampled_from(["5m", "1h"]),
+    st.sampled_from(["m", "m", "m", "unpriced"]),
+    st.integers(0, 3000),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(_REQUEST, min_size=1, max_size=25), min_size=1, max_size=3))
+def test_one_pass_replay_is_the_per_policy_replay(
+    streams: list[list[tuple[float, int, int, str, str, int]]],
+) -> None:
+    # ``replay_streams`` replays every policy in one pass, with prices looked up once;
+    # ``replay_stream`` walks one policy at a time. Same sums, to the last bit.
+    built = []
+    for stream in streams:
+        at, records = 0.0, []
+        for gap, read, write, ttl, model, uncached in stream:
+            at += gap
+            records.append(
+                RequestRecord(
+                    at=at,
+                    input_tokens=uncached,
+                    cache_read_tokens=read,
+                    cache_creation_tokens=write,
+                    output_tokens=100,
+                    ttl="1h" if ttl == "1h" else "5m",
+                    model=model,
+                )
+            )
+        built.append(entries(*records))
+    together = replay_streams(built, price_of)
+    for policy in Policy:
+        expected = PolicyResult(policy)
+        for stream_entries in built:
+            expected.add(replay_stream(stream_entries, policy, price_of))
+        assert together.results[policy] == expected

@@ -8,14 +8,24 @@ worker processes send back only these summaries.
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field
+import operator
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, tzinfo
 from enum import StrEnum
+from functools import reduce
+from operator import itemgetter
+from typing import Any
 
-from cachediag.analysis.costs import miss_cost_usd, request_cost_usd
+from cachediag.analysis.costs import (
+    ModelPrices,
+    miss_cost_usd,
+    prices_per_model_day,
+    request_cost_usd,
+)
 from cachediag.analysis.ledger import LedgerEntry, Outcome
 from cachediag.analysis.session import SessionAnalysis
-from cachediag.analysis.whatif import PriceFn, WhatIf, replay_streams
+from cachediag.analysis.whatif import PriceFn, WhatIf, replay_priced
 
 NO_MISS = "no_miss"
 EXPECTED_REBUILD = "expected_rebuild"
@@ -116,6 +126,16 @@ class SessionAudit:
 CALENDAR = (GroupBy.DAY, GroupBy.WEEK, GroupBy.MONTH)
 
 
+def calendar_keys(at: float, zone: tzinfo = UTC) -> tuple[str, str, str]:
+    """``day_of``, ``week_of`` and ``month_of`` at once (one conversion to ``zone``)."""
+    d = datetime.fromtimestamp(at, zone)
+    if d.year < 1000:  # strftime does not pad such years; keep its spelling
+        return day_of(at, zone), week_of(at, zone), month_of(at, zone)
+    year, week, _ = d.isocalendar()
+    day = f"{d.year:04d}-{d.month:02d}-{d.day:02d}"
+    return day, f"{year}-W{week:02d}", day[:7]
+
+
 def day_of(at: float, zone: tzinfo = UTC) -> str:
     return datetime.fromtimestamp(at, zone).strftime("%Y-%m-%d")
 
@@ -167,10 +187,6 @@ def cause_key(entry: LedgerEntry) -> str:
     return "+".join(c.value for c in d.causes) if d is not None and d.causes else "unknown"
 
 
-def _in_range(at: float, since: float | None, until: float | None) -> bool:
-    return (since is None or at >= since) and (until is None or at < until)
-
-
 def _miss_sort_key(row: MissRow) -> tuple[float, int]:
     return (row.cost_usd if row.cost_usd is not None else -1.0, row.reprocessed_tokens)
 
@@ -190,43 +206,37 @@ def audit_session(
     when the request before it falls outside the range.
     """
     log = analysis.log
-    out = SessionAudit(
-        log.session_id,
-        log.project,
-        log.source,
-        skipped_lines=len(log.issues),
-    )
-    out.groups = {g: {} for g in GroupBy if g is not GroupBy.SESSION}
-    kept_streams: list[list[LedgerEntry]] = []
+    out = SessionAudit(log.session_id, log.project, log.source, skipped_lines=len(log.issues))
+    price = prices_per_model_day(price_of)
+    rows = _Rows()
+    keys: dict[GroupBy, list[str]] = {g: [] for g in _PER_REQUEST}
     misses: list[MissRow] = []
     for stream in analysis.streams:
         kind = stream.log.kind.value
-        kept = [e for e in stream.entries if _in_range(e.record.at, since, until)]
-        kept_streams.append(kept)
-        # The TTL in force across a gap is the one the previous request left.
-        pairs = zip(stream.entries, stream.entries[1:], strict=False)
-        ttl_before = {e.index: prev.ttl for prev, e in pairs}
-        for e in kept:
+        kept: list[LedgerEntry] = []
+        prices: list[ModelPrices | None] = []
+        costs: list[float | None] = []
+        ttl_before: str | None = None
+        for e in stream.entries:
+            # The TTL in force across a gap is the one the previous request left.
+            ttl_in_force, ttl_before = ttl_before or e.ttl, e.ttl
             r = e.record
-            t = Totals(
-                requests=1,
-                input_tokens=r.input_tokens,
-                cache_read_tokens=r.cache_read_tokens,
-                cache_creation_tokens=r.cache_creation_tokens,
-                output_tokens=r.output_tokens,
-            )
-            prices = price_of(r)
-            miss_cost: float | None = None
-            if prices is None:
-                t.unpriced_requests = 1
+            at = r.at
+            if (since is not None and at < since) or (until is not None and at >= until):
+                continue
+            p = price(r)
+            cost = miss_cost = None
+            if p is None:
                 out.unpriced_models.add(r.model or "(no model)")
             else:
-                t.cost_usd = request_cost_usd(r, prices)
-                miss_cost = miss_cost_usd(e, prices)
+                cost = request_cost_usd(r, p)
+                miss_cost = miss_cost_usd(e, p)
+            kept.append(e)
+            prices.append(p)
+            costs.append(cost)
+            cause = cause_key(e)
+            rows.add(e, cost, miss_cost)
             if e.outcome is Outcome.MISS:
-                t.misses = 1
-                t.reprocessed_tokens = e.reprocessed_tokens
-                t.miss_cost_usd = miss_cost or 0.0
                 misses.append(
                     MissRow(
                         log.session_id,
@@ -234,36 +244,141 @@ def audit_session(
                         stream.log.id,
                         kind,
                         e.index,
-                        r.at,
+                        at,
                         r.model,
-                        tuple(cause_key(e).split("+")),
+                        tuple(cause.split("+")),
                         e.gap_s,
                         e.reprocessed_tokens,
                         miss_cost,
                     )
                 )
-            elif e.outcome is Outcome.EXPECTED:
-                t.expected_rebuilds = 1
-                t.reprocessed_tokens = e.reprocessed_tokens
-                t.rebuild_cost_usd = miss_cost or 0.0
-            out.totals.add(t)
-            keys = {
-                GroupBy.PROJECT: log.project or "(none)",
-                GroupBy.DAY: day_of(r.at, zone),
-                GroupBy.WEEK: week_of(r.at, zone),
-                GroupBy.MONTH: month_of(r.at, zone),
-                GroupBy.GAP: gap_key(e.gap_s, ttl_before.get(e.index, e.ttl)),
-                GroupBy.MODEL: r.model or "(no model)",
-                GroupBy.CAUSE: cause_key(e),
-                GroupBy.STREAM_KIND: kind,
-            }
-            for group, key in keys.items():
-                out.groups[group].setdefault(key, Totals()).add(t)
-            out.first_at = r.at if out.first_at is None else min(out.first_at, r.at)
-            out.last_at = r.at if out.last_at is None else max(out.last_at, r.at)
+            day, week, month = calendar_keys(at, zone)
+            keys[GroupBy.DAY].append(day)
+            keys[GroupBy.WEEK].append(week)
+            keys[GroupBy.MONTH].append(month)
+            keys[GroupBy.GAP].append(gap_key(e.gap_s, ttl_in_force))
+            keys[GroupBy.MODEL].append(r.model or "(no model)")
+            keys[GroupBy.CAUSE].append(cause)
+            keys[GroupBy.STREAM_KIND].append(kind)
+            out.first_at = at if out.first_at is None else min(out.first_at, at)
+            out.last_at = at if out.last_at is None else max(out.last_at, at)
+        if kept:
+            out.whatif.add_stream(replay_priced(kept, prices, costs))
+    out.totals = rows.totals()
+    out.groups = {g: {} for g in GroupBy if g is not GroupBy.SESSION}
+    if rows.count:
+        out.groups[GroupBy.PROJECT] = {log.project or "(none)": replace(out.totals)}
+        for group, column in keys.items():
+            out.groups[group] = rows.grouped(column, out.totals)
     out.top_misses = heapq.nlargest(top, misses, key=_miss_sort_key)
-    out.whatif = replay_streams(kept_streams, price_of)
     return out
+
+
+_PER_REQUEST = (
+    GroupBy.DAY,
+    GroupBy.WEEK,
+    GroupBy.MONTH,
+    GroupBy.GAP,
+    GroupBy.MODEL,
+    GroupBy.CAUSE,
+    GroupBy.STREAM_KIND,
+)
+"""The groups whose key can change from one request of a session to the next."""
+
+
+def _sum_floats(values: Iterable[float]) -> float:
+    # Added one by one, left to right, as a running ``Totals`` adds them (``sum`` of
+    # floats is compensated from Python 3.12 on, so its last digit may differ).
+    return reduce(operator.add, values, 0.0)
+
+
+class _Rows:
+    """One session's counted requests, a column per ``Totals`` field, so that the totals
+    of each group are summed once at the end rather than request by request."""
+
+    __slots__ = (
+        "cost",
+        "count",
+        "creation",
+        "expected",
+        "input",
+        "miss",
+        "miss_cost",
+        "output",
+        "read",
+        "rebuild_cost",
+        "reprocessed",
+        "unpriced",
+    )
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.input: list[int] = []
+        self.read: list[int] = []
+        self.creation: list[int] = []
+        self.output: list[int] = []
+        self.cost: list[float] = []
+        self.unpriced: list[int] = []
+        self.miss: list[int] = []
+        self.expected: list[int] = []
+        self.reprocessed: list[int] = []
+        self.miss_cost: list[float] = []
+        self.rebuild_cost: list[float] = []
+
+    def add(self, e: LedgerEntry, cost: float | None, miss_cost: float | None) -> None:
+        r = e.record
+        self.count += 1
+        self.input.append(r.input_tokens)
+        self.read.append(r.cache_read_tokens)
+        self.creation.append(r.cache_creation_tokens)
+        self.output.append(r.output_tokens)
+        self.cost.append(0.0 if cost is None else cost)
+        self.unpriced.append(cost is None)
+        is_miss, is_expected = e.outcome is Outcome.MISS, e.outcome is Outcome.EXPECTED
+        self.miss.append(is_miss)
+        self.expected.append(is_expected)
+        self.reprocessed.append(e.reprocessed_tokens if is_miss or is_expected else 0)
+        self.miss_cost.append((miss_cost or 0.0) if is_miss else 0.0)
+        self.rebuild_cost.append((miss_cost or 0.0) if is_expected else 0.0)
+
+    def totals(self, rows: list[int] | None = None) -> Totals:
+        """The totals of ``rows`` (indexes, in order), or of every row."""
+        pick: Callable[[list[Any]], Sequence[Any]]
+        if rows is None:
+            pick = _every
+        elif len(rows) == 1:
+            (only,) = rows
+            pick = lambda column: (column[only],)  # noqa: E731
+        else:
+            pick = itemgetter(*rows)
+        return Totals(
+            requests=self.count if rows is None else len(rows),
+            input_tokens=sum(pick(self.input)),
+            cache_read_tokens=sum(pick(self.read)),
+            cache_creation_tokens=sum(pick(self.creation)),
+            output_tokens=sum(pick(self.output)),
+            cost_usd=_sum_floats(pick(self.cost)),
+            unpriced_requests=sum(pick(self.unpriced)),
+            misses=sum(pick(self.miss)),
+            expected_rebuilds=sum(pick(self.expected)),
+            reprocessed_tokens=sum(pick(self.reprocessed)),
+            miss_cost_usd=_sum_floats(pick(self.miss_cost)),
+            rebuild_cost_usd=_sum_floats(pick(self.rebuild_cost)),
+        )
+
+    def grouped(self, keys: list[str], every: Totals) -> dict[str, Totals]:
+        """Totals per key (``keys`` holds one per row); ``every``: the totals of all."""
+        first = keys[0]
+        if keys.count(first) == len(keys):
+            return {first: replace(every)}
+        rows: dict[str, list[int]] = {}
+        for i, key in enumerate(keys):
+            rows.setdefault(key, []).append(i)
+        return {key: self.totals(indexes) for key, indexes in rows.items()}
+
+
+def _every(column: list[Any]) -> list[Any]:
+    return column
 
 
 @dataclass(slots=True)

@@ -90,7 +90,10 @@ class WhatIf:
     )
 
     def add(self, other: WhatIf) -> None:
-        for policy, result in other.results.items():
+        self.add_stream(other.results)
+
+    def add_stream(self, results: dict[Policy, PolicyResult]) -> None:
+        for policy, result in results.items():
             self.results[policy].add(result)
 
     def best(self) -> Policy:
@@ -159,32 +162,59 @@ def replay_rows(
     order (the keep-alives sent in the pause before a request count with it): the sum
     is ``replay_stream``, and a dataset stores these per request so that any engine can
     add them up."""
+    prices = [price_of(e.record) for e in entries]
     if policy is Policy.AS_HAPPENED:
-        for e in entries:
+        for e, p in zip(entries, prices, strict=True):
             row = PolicyResult(policy, misses=int(e.outcome is Outcome.MISS))
-            prices = price_of(e.record)
-            if prices is None:
+            if p is None:
                 row.unpriced_requests = 1
             else:
-                row.cost_usd = request_cost_usd(e.record, prices)
+                row.cost_usd = request_cost_usd(e.record, p)
             yield row
         return
-    write_ttl = "1h" if policy is Policy.TTL_1H else "5m"
-    ttl_in_force = write_ttl
-    prev: RequestRecord | None = None
-    for i, e in enumerate(entries):
-        result = PolicyResult(policy)
+    replay = _Replay(policy)
+    for i in range(len(entries)):
+        cost, misses, pings, unpriced = replay.step(entries, i, prices)
+        yield PolicyResult(policy, cost, misses, pings, unpriced)
+
+
+class _Replay:
+    """One policy's walk along one stream, a request at a step: the state a policy
+    carries from request to request (which TTL it writes at, which one is in force,
+    the request before as the policy saw it)."""
+
+    __slots__ = ("policy", "prev", "ttl_in_force", "write_ttl")
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self.write_ttl = "1h" if policy is Policy.TTL_1H else "5m"
+        self.ttl_in_force = self.write_ttl
+        self.prev: RequestRecord | None = None
+
+    def step(
+        self, entries: list[LedgerEntry], i: int, prices: list[ModelPrices | None]
+    ) -> tuple[float, int, int, int]:
+        """Entry ``i`` under the policy: (cost, misses, keep-alives, unpriced requests).
+
+        The cost is the keep-alives' plus the request's, added in that order."""
+        e = entries[i]
         r = e.record
-        prices = price_of(r)
+        p = prices[i]
         outcome = e.outcome
-        if i > 0 and prev is not None:
+        cost, misses, pings, unpriced = 0.0, 0, 0, 0
+        prev = self.prev
+        if prev is not None:
             idle = _idle_s(e)
-            window = TTL_SECONDS[ttl_in_force]
-            pings = 0
-            if policy is Policy.KEEP_ALIVE and prev.cached_tokens > 0:
+            window = TTL_SECONDS[self.ttl_in_force]
+            if self.policy is Policy.KEEP_ALIVE and prev.cached_tokens > 0:
                 pings = keep_alive_pings(idle)
                 alive = idle - pings * KEEP_ALIVE_EVERY_S < window
-                _add_pings(result, prev, pings, price_of)
+                if pings:
+                    ping_prices = prices[i - 1]
+                    if ping_prices is None:
+                        unpriced += pings
+                    else:
+                        cost += pings * request_cost_usd(_ping(prev), ping_prices)
             else:
                 alive = idle < window
             if outcome is Outcome.MISS and _is_ttl_miss(e) and alive:
@@ -203,27 +233,31 @@ def replay_rows(
                 )
                 outcome = Outcome.MISS
             if (
-                policy is Policy.EVIDENCE
+                self.policy is Policy.EVIDENCE
                 and outcome is Outcome.MISS
-                and write_ttl == "5m"
+                and self.write_ttl == "5m"
                 and (_is_ttl_miss(e) or e.outcome is Outcome.HIT)
                 and idle < TTL_SECONDS["1h"]
             ):
                 # The miss is observed when its response arrives: it was written at 5m,
                 # the requests after it write at 1h.
-                result.misses += 1
-                _price_into(result, r, write_ttl, prices)
-                write_ttl = "1h"
-                ttl_in_force = "5m" if r.cache_creation_tokens > 0 else ttl_in_force
-                prev = r
-                yield result
-                continue
-        result.misses += outcome is Outcome.MISS
-        _price_into(result, r, write_ttl, prices)
-        if i == 0 or r.cache_creation_tokens > 0:
-            ttl_in_force = write_ttl
-        prev = r
-        yield result
+                if p is None:
+                    unpriced += 1
+                else:
+                    cost += _priced(r, self.write_ttl, p)
+                self.write_ttl = "1h"
+                if r.cache_creation_tokens > 0:
+                    self.ttl_in_force = "5m"
+                self.prev = r
+                return cost, misses + 1, pings, unpriced
+        if p is None:
+            unpriced += 1
+        else:
+            cost += _priced(r, self.write_ttl, p)
+        if prev is None or r.cache_creation_tokens > 0:
+            self.ttl_in_force = self.write_ttl
+        self.prev = r
+        return cost, misses + (outcome is Outcome.MISS), pings, unpriced
 
 
 def _as_hit(record: RequestRecord, reprocessed: int) -> RequestRecord:
@@ -237,25 +271,9 @@ def _as_hit(record: RequestRecord, reprocessed: int) -> RequestRecord:
     )
 
 
-def _price_into(
-    result: PolicyResult, record: RequestRecord, write_ttl: str, prices: ModelPrices | None
-) -> None:
-    if prices is None:
-        result.unpriced_requests += 1
-    else:
-        result.cost_usd += _priced(record, write_ttl, prices)
-
-
-def _add_pings(result: PolicyResult, prev: RequestRecord, pings: int, price_of: PriceFn) -> None:
-    if pings == 0:
-        return
-    prices = price_of(prev)
-    result.keep_alive_requests += pings
-    if prices is None:
-        result.unpriced_requests += pings
-        return
-    # A keep-alive re-sends the cached prefix (read at the read price) for one token out.
-    ping = RequestRecord(
+def _ping(prev: RequestRecord) -> RequestRecord:
+    """A keep-alive re-sends the cached prefix (read at the read price) for one token out."""
+    return RequestRecord(
         at=prev.at,
         input_tokens=0,
         cache_read_tokens=prev.total_tokens,
@@ -263,7 +281,6 @@ def _add_pings(result: PolicyResult, prev: RequestRecord, pings: int, price_of: 
         output_tokens=KEEP_ALIVE_OUTPUT_TOKENS,
         model=prev.model,
     )
-    result.cost_usd += pings * request_cost_usd(ping, prices)
 
 
 _NO_TTL_CHOICE = re.compile(r"(?:^|/)(?:gpt-|o\d|chatgpt|codex|gemini)", re.IGNORECASE)
@@ -283,8 +300,58 @@ def replay_streams(streams: Iterable[list[LedgerEntry]], price_of: PriceFn) -> W
     the 5m/1h choice costs what it cost under every policy."""
     total = WhatIf()
     for entries in streams:
-        choice = offers_ttl_choice(entries)
-        for policy in Policy:
-            replayed = policy if choice else Policy.AS_HAPPENED
-            total.results[policy].add(replay_stream(entries, replayed, price_of))
+        prices = [price_of(e.record) for e in entries]
+        costs = [
+            None if p is None else request_cost_usd(e.record, p)
+            for e, p in zip(entries, prices, strict=True)
+        ]
+        total.add_stream(replay_priced(entries, prices, costs))
     return total
+
+
+def replay_priced(
+    entries: list[LedgerEntry], prices: list[ModelPrices | None], costs: list[float | None]
+) -> dict[Policy, PolicyResult]:
+    """``replay_stream`` of every policy in one pass over a stream whose prices and
+    actual costs (``request_cost_usd``) are known: what an audit has already worked out.
+    Sums are added in the order ``replay_stream`` adds them, so they are the same."""
+    actual = PolicyResult(Policy.AS_HAPPENED)
+    for e, cost in zip(entries, costs, strict=True):
+        actual.misses += e.outcome is Outcome.MISS
+        if cost is None:
+            actual.unpriced_requests += 1
+        else:
+            actual.cost_usd += cost
+    if not offers_ttl_choice(entries):
+        return dict.fromkeys(Policy, actual)
+    replays = [_Replay(p) for p in Policy if p is not Policy.AS_HAPPENED]
+    results = [PolicyResult(r.policy) for r in replays]
+    pairs = list(zip(replays, results, strict=True))
+    for i, e in enumerate(entries):
+        if i and (
+            _idle_s(e) > KEEP_ALIVE_EVERY_S or (e.outcome is Outcome.MISS and _is_ttl_miss(e))
+        ):
+            for replay, result in pairs:
+                cost, misses, pings, unpriced = replay.step(entries, i, prices)
+                result.cost_usd += cost
+                result.misses += misses
+                result.keep_alive_requests += pings
+                result.unpriced_requests += unpriced
+            continue
+        # A pause too short for any TTL to expire or a keep-alive to be sent: under
+        # every policy the request is what it was, written at the policy's TTL
+        # (``_Replay.step`` again, with what cannot happen left out).
+        r, p = e.record, prices[i]
+        miss = e.outcome is Outcome.MISS
+        writes = i == 0 or r.cache_creation_tokens > 0
+        by_ttl = {} if p is None else {"5m": _priced(r, "5m", p), "1h": _priced(r, "1h", p)}
+        for replay, result in pairs:
+            if p is None:
+                result.unpriced_requests += 1
+            else:
+                result.cost_usd += 0.0 + by_ttl[replay.write_ttl]
+            result.misses += miss
+            if writes:
+                replay.ttl_in_force = replay.write_ttl
+            replay.prev = r
+    return {Policy.AS_HAPPENED: actual, **{r.policy: r for r in results}}
