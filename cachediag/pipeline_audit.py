@@ -63,6 +63,10 @@ class AuditRender(Generic[T]):
             top=o.top,
             zone=o.zone,
         )
+        if o.pricing_file is None:
+            from cachediag.pricing.disk import DISK
+
+            DISK.flush()  # prices this worker looked up, for the next run
         return audited, None if self.keep is None else self.keep(analysis)
 
 

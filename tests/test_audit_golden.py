@@ -15,16 +15,22 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
 from importlib.metadata import version
 from pathlib import Path
 
+import orjson
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import TypeAdapter
 
 from cachediag.cli import main
+from cachediag.report.audit import AuditReport, MissOut, report_json
 from tests.conftest import FIXTURES, REAL, ROOT
 from tests.history_tree import build_history
 
@@ -102,6 +108,71 @@ def test_output_unchanged_genai_prices(name: str, history: list[str], tmp_path: 
     # disk cache the first run saved.
     for _ in range(2):
         _check(name, GENAI_CASES[name], history, tmp_path)
+
+
+def test_schema_unchanged() -> None:
+    result = CliRunner().invoke(main, ["audit", "--schema"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout_bytes == (GOLDEN / "schema.out").read_bytes()
+
+
+@pytest.mark.parametrize("name", sorted(n for n in CASES if "-json-" in n))
+def test_json_is_what_pydantic_writes(name: str) -> None:
+    # The recorded JSON was written by pydantic models; the same types as dataclasses
+    # go through orjson now. pydantic, reading and writing them again, must agree.
+    recorded = (GOLDEN / f"{name}.out").read_bytes().rstrip(b"\n")
+    adapter = TypeAdapter(AuditReport)
+    report = adapter.validate_json(recorded)
+    assert adapter.dump_json(report) == recorded
+    assert report_json(report) == recorded
+
+
+_TEXT = st.text(st.characters(codec="utf-8"), max_size=12)
+_FLOAT = st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from([1e-7, 1e16, 0.1])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.builds(
+        MissOut,
+        session_id=_TEXT,
+        project=st.none() | _TEXT,
+        stream=_TEXT,
+        stream_kind=_TEXT,
+        index=st.integers(0, 2**53),
+        at=_FLOAT,
+        model=st.none() | _TEXT,
+        causes=st.lists(_TEXT, max_size=3),
+        gap_s=st.none() | _FLOAT,
+        reprocessed_tokens=st.integers(0, 2**53),
+        cost_usd=st.none() | _FLOAT,
+    )
+)
+def test_orjson_writes_what_pydantic_writes(row: MissOut) -> None:
+    # Names, paths and models from logs (any text), and any float a cost can be.
+    assert orjson.dumps(row) == TypeAdapter(MissOut).dump_json(row)
+
+
+def test_json_output_imports_neither_pydantic_nor_rich(tmp_path: Path) -> None:
+    # The first run converts genai-prices' data (which imports pydantic) and saves the
+    # prices it used; a run served from that cache, as most runs are, needs neither.
+    code = (
+        "import sys; from cachediag.cli import main; "
+        "main(['audit', '--json', '--no-progress', sys.argv[1]], standalone_mode=False); "
+        "print(sorted(m for m in ('pydantic', 'rich') if m in sys.modules), file=sys.stderr)"
+    )
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    loaded = [
+        subprocess.run(
+            [sys.executable, "-c", code, str(REAL)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=env,
+        ).stderr.splitlines()[-1]
+        for _ in range(2)
+    ]
+    assert loaded == ["['pydantic']", "[]"]
 
 
 def record() -> None:

@@ -240,3 +240,34 @@ def test_sonnet_4_long_context_tier_is_filled_in() -> None:
     lc = p.long_context
     assert (lc.input_mtok, lc.output_mtok) == (6.0, 22.5)
     assert (lc.cache_write_5m_mtok, lc.cache_write_1h_mtok, lc.cache_read_mtok) == (7.5, 12.0, 0.6)
+
+
+def test_disk_prices_saved_by_a_worker_and_merged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Workers end with os._exit, so atexit never saves what they looked up; and two
+    # runs (or a run and its workers) each saving what they loaded would drop the
+    # other's entries. A worker flushes; every save merges with the file.
+    from cachediag.analysis.costs import ModelPrices
+    from cachediag.pricing.disk import DiskPrices
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    parent = DiskPrices()
+    parent.get("a|1")  # loaded before the fork, as run_audit does
+    prices = ModelPrices(1, 1.25, 2, 0.1, 5)
+    pid = os.fork()
+    if pid == 0:  # the worker
+        try:
+            parent.put("worker|1", prices)
+            parent.flush()
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    parent.put("parent|1", None)
+    parent.flush()  # the loading process leaves saving to atexit
+    assert DiskPrices().get("worker|1") == (True, prices)
+    assert DiskPrices().get("parent|1") == (False, None)
+    parent.save()
+    saved = DiskPrices()
+    assert saved.get("worker|1") == (True, prices)
+    assert saved.get("parent|1") == (True, None)

@@ -246,10 +246,11 @@ def audit(
       cachediag audit --sql --sql-dialect spark --by cause
     """
     from cachediag.analysis.audit import GroupBy
-    from cachediag.report.audit import AuditReport
 
     if schema:
-        click.echo(json.dumps(AuditReport.model_json_schema(), indent=2))
+        from cachediag.report.audit import audit_schema
+
+        click.echo(json.dumps(audit_schema(), indent=2))
         return
     as_json = as_json or jq_filter is not None
     if as_json and as_csv:
@@ -281,16 +282,20 @@ def audit(
         unreadable_files=len(run.unreadable),
     )
     if jq_filter is not None:
-        emit_json([report.model_dump(mode="json")], jq_filter)
+        from cachediag.report.audit import report_dict
+
+        emit_json([report_dict(report)], jq_filter)
     elif as_json:
-        click.echo(report.model_dump_json())
+        from cachediag.report.audit import report_json
+
+        click.echo(report_json(report))
     elif as_csv:
         from cachediag.report.audit import report_csv
         from cachediag.report.console import echo
 
         echo(report_csv(report), nl=False)
     else:
-        from cachediag.report.audit import audit_tables
+        from cachediag.report.audit_tables import audit_tables
         from cachediag.report.console import SafeConsole
 
         if run.sessions_read == 0:

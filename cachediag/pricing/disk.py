@@ -5,6 +5,11 @@ are remembered per (model, UTC day) in ``$XDG_CACHE_HOME/cachediag/prices.json``
 0600, replaced atomically). The file is stamped with the size and mtime of the
 installed price data: upgrading genai-prices invalidates it. It holds model names and
 prices only.
+
+Prices are also looked up in worker processes, which end with ``os._exit`` (no
+``atexit``): a worker calls ``flush`` after each piece of work, and every save merges
+with what the file holds by then, so that runs in parallel (and their workers) add to
+one another's entries rather than replace them.
 """
 
 from __future__ import annotations
@@ -66,21 +71,29 @@ class DiskPrices:
         self._stamp: str | None = None
         self._source: str | None = None
         self._dirty = False
+        self._pid = 0
+        """The process that loaded the entries; another one is a forked worker."""
 
     def _load(self) -> dict[str, Any]:
         if self._entries is None:
-            self._entries = {}
             self._stamp = _stamp()
-            try:
-                data = json.loads(read_private(os.path.join(cache_dir(), _FILE), MAX_BYTES))
-            except (OSError, ValueError, RecursionError):
-                data = None  # missing or damaged: prices are looked up again
-            if isinstance(data, dict) and data.get("stamp") == self._stamp:
-                entries = data.get("entries")
-                self._entries = dict(entries) if isinstance(entries, dict) else {}
-                source = data.get("source")
-                self._source = source if _plain_text(source) else None
+            self._pid = os.getpid()
+            self._entries, self._source = self._read()
         return self._entries
+
+    def _read(self) -> tuple[dict[str, Any], str | None]:
+        """The entries and source the file holds now, if they are for this price data."""
+        try:
+            data = json.loads(read_private(os.path.join(cache_dir(), _FILE), MAX_BYTES))
+        except (OSError, ValueError, RecursionError):
+            data = None  # missing or damaged: prices are looked up again
+        if not isinstance(data, dict) or data.get("stamp") != self._stamp:
+            return {}, None
+        entries, source = data.get("entries"), data.get("source")
+        return (
+            dict(entries) if isinstance(entries, dict) else {},
+            source if _plain_text(source) else None,
+        )
 
     def get(self, key: str) -> tuple[bool, ModelPrices | None]:
         entries = self._load()
@@ -106,6 +119,12 @@ class DiskPrices:
         self._load()[key] = None if prices is None else asdict(prices)
         self._mark_dirty()
 
+    def flush(self) -> None:
+        """Save now what a forked worker added (it will not run ``atexit``); in the
+        process that loaded the prices, leave it to ``atexit``: one write per run."""
+        if self._dirty and os.getpid() != self._pid:
+            self.save()
+
     def _mark_dirty(self) -> None:
         if not self._dirty:
             self._dirty = True
@@ -115,7 +134,10 @@ class DiskPrices:
         if not self._dirty or self._stamp is None or self._entries is None:
             return
         folder = cache_dir()
-        data = {"stamp": self._stamp, "source": self._source, "entries": self._entries}
+        entries, source = self._read()
+        # What the file holds now (other runs, our workers) and what this process added.
+        entries.update(self._entries)
+        data = {"stamp": self._stamp, "source": self._source or source, "entries": entries}
         # A cache that cannot be written only costs speed next time.
         with contextlib.suppress(OSError, ValueError):
             private_dir(folder, folder)

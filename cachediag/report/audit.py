@@ -1,33 +1,33 @@
-"""The audit report: a pydantic contract for ``--json`` (with its JSON Schema), CSV, rich.
+"""The audit report: the ``--json`` contract (with its JSON Schema) and the CSV.
 
 ``build_report`` is the one place that turns an ``Audit`` into output fields; the JSON,
-the CSV and the tables all read the ``AuditReport`` it returns.
+the CSV and the tables (``report.audit_tables``) all read the ``AuditReport`` it
+returns. The contract's types are plain dataclasses, written by orjson in field order:
+``audit --json`` imports neither pydantic nor rich. pydantic reads the same types, only
+for ``--schema`` and in tests (``__pydantic_config__``: unknown fields are errors).
 """
 
 from __future__ import annotations
 
 import csv
 import io
-from datetime import UTC, tzinfo
+from dataclasses import asdict, dataclass, fields
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-from rich.console import Group, RenderableType
+import orjson
 
 from cachediag.analysis.audit import Audit, GroupBy, MissRow, Totals
 from cachediag.analysis.whatif import Policy, WhatIf
-from cachediag.report.clock import format_minute, zone_label
-from cachediag.report.layout import Column, compact_count, fitted_table, short_id, text_lines
-from cachediag.report.tables import format_duration, plural
 
 SCHEMA_VERSION = 1
+_STRICT = {"extra": "forbid"}
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class GroupRow(_Strict):
+@dataclass(slots=True)
+class GroupRow:
     """Totals of one group (or of the whole audit). Costs cover priced requests only."""
+
+    __pydantic_config__ = _STRICT
 
     key: str
     requests: int
@@ -49,7 +49,10 @@ class GroupRow(_Strict):
     """(miss_cost_usd + rebuild_cost_usd) / cost_usd; null when nothing was priced."""
 
 
-class MissOut(_Strict):
+@dataclass(slots=True)
+class MissOut:
+    __pydantic_config__ = _STRICT
+
     session_id: str
     project: str | None
     stream: str
@@ -64,7 +67,10 @@ class MissOut(_Strict):
     """What the miss paid beyond a hit; null when its model is unpriced."""
 
 
-class PolicyOut(_Strict):
+@dataclass(slots=True)
+class PolicyOut:
+    __pydantic_config__ = _STRICT
+
     policy: str
     cost_usd: float
     misses: int
@@ -72,20 +78,29 @@ class PolicyOut(_Strict):
     unpriced_requests: int
 
 
-class WhatIfOut(_Strict):
+@dataclass(slots=True)
+class WhatIfOut:
+    __pydantic_config__ = _STRICT
+
     policies: list[PolicyOut]
     best: str
     recommendation: str
 
 
-class SessionWhatIf(_Strict):
+@dataclass(slots=True)
+class SessionWhatIf:
+    __pydantic_config__ = _STRICT
+
     session_id: str
     project: str | None
     whatif: WhatIfOut
 
 
-class AuditReport(_Strict):
+@dataclass(slots=True)
+class AuditReport:
     """``cachediag audit --json``: one object for the whole audit."""
+
+    __pydantic_config__ = _STRICT
 
     schema_version: int
     pricing_source: str
@@ -197,7 +212,36 @@ def build_report(
     )
 
 
-CSV_FIELDS = [f for f in GroupRow.model_fields if f != "key"]
+def report_json(report: AuditReport) -> bytes:
+    """``audit --json``: the report's fields in their declared order, no spaces; the
+    bytes pydantic wrote when these types were its models (a test holds it so)."""
+    return orjson.dumps(report)
+
+
+def report_dict(report: AuditReport) -> dict[str, Any]:
+    """The report as JSON values (what ``--jq`` programs and the HTML page read)."""
+    found: dict[str, Any] = orjson.loads(report_json(report))
+    return found
+
+
+def audit_schema() -> dict[str, Any]:
+    """The JSON Schema of ``audit --json`` (imports pydantic: ``--schema`` only)."""
+    from pydantic import TypeAdapter
+
+    schema: dict[str, Any] = TypeAdapter(AuditReport).json_schema()
+    return schema
+
+
+POLICY_LABELS = {
+    Policy.AS_HAPPENED.value: "(a) as happened",
+    Policy.TTL_5M.value: "(b) 5m everywhere",
+    Policy.TTL_1H.value: "(c) 1h everywhere",
+    Policy.KEEP_ALIVE.value: "(d) keep-alive in pauses",
+    Policy.EVIDENCE.value: "(e) 1h after first pause miss",
+}
+_POLICY_LABELS = POLICY_LABELS  # the name the HTML page's data imports
+
+CSV_FIELDS = [f.name for f in fields(GroupRow) if f.name != "key"]
 
 
 def report_csv(report: AuditReport) -> str:
@@ -207,183 +251,7 @@ def report_csv(report: AuditReport) -> str:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow([report.by, *CSV_FIELDS, "pricing_source"])
     for row in report.groups:
-        data = row.model_dump()
+        data = asdict(row)
         cells = ("" if data[f] is None else data[f] for f in CSV_FIELDS)
         writer.writerow([row.key, *cells, report.pricing_source])
     return out.getvalue()
-
-
-def _usd(value: float | None) -> str:
-    return "-" if value is None else f"${value:,.2f}"
-
-
-def _share(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1%}"
-
-
-def _tokens(values: list[int], header: str, short: str, keep: int) -> Column:
-    return Column(
-        header,
-        [[f"{v:,}" for v in values], [compact_count(v) for v in values]],
-        justify="right",
-        keep=keep,
-        short_header=short,
-    )
-
-
-def _key(report: AuditReport, key: str) -> str:
-    # Causes joined by "+" wrap between names, never inside one.
-    return key.replace("+", " + ") if report.by == "cause" else key
-
-
-def _groups_table(report: AuditReport, width: int, tokens: bool) -> RenderableType:
-    rows = [*report.groups, report.totals]
-    columns = [
-        Column(report.by, [[_key(report, r.key) for r in rows]], wraps=True),
-        Column(
-            "requests",
-            [[f"{r.requests:,}" for r in rows]],
-            justify="right",
-            keep=97,
-            short_header="reqs",
-        ),
-        Column("misses", [[f"{r.misses:,}" for r in rows]], justify="right"),
-    ]
-    if report.by == "gap":
-        columns.append(
-            Column(
-                "miss rate",
-                [[_share(r.misses / r.requests if r.requests else None) for r in rows]],
-                justify="right",
-                short_header="rate",
-            )
-        )
-    if tokens:
-        columns += [
-            _tokens([r.input_tokens for r in rows], "input", "in", 96),
-            _tokens([r.output_tokens for r in rows], "output", "out", 96),
-            _tokens([r.cache_creation_tokens for r in rows], "cache write", "write", 96),
-            _tokens([r.cache_read_tokens for r in rows], "cache read", "read", 96),
-        ]
-    columns += [
-        Column(
-            "cost",
-            [[_usd(r.cost_usd) + ("*" if r.unpriced_requests else "") for r in rows]],
-            justify="right",
-        ),
-        Column(
-            "re-caching",
-            [[_usd(r.miss_cost_usd + r.rebuild_cost_usd) for r in rows]],
-            justify="right",
-            keep=95,
-        ),
-        Column("share", [[_share(r.recache_share) for r in rows]], justify="right", keep=80),
-    ]
-    styles = [None] * len(report.groups) + ["bold"]
-    return fitted_table(columns, width, title=f"By {report.by}", row_styles=styles)
-
-
-def _misses_table(report: AuditReport, width: int, zone: tzinfo) -> RenderableType | None:
-    misses = report.top_misses
-    if not misses:
-        return None
-    label = zone_label(zone, misses[0].at)
-    columns = [
-        Column("cost", [[_usd(m.cost_usd) for m in misses]], justify="right"),
-        Column(
-            f"time ({label})",
-            [
-                [format_minute(m.at, zone) for m in misses],
-                [format_minute(m.at, zone)[5:] for m in misses],
-            ],
-            keep=98,
-            short_header=label,
-        ),
-        Column("session", [[m.session_id[:8] for m in misses]], keep=70),
-        Column("stream", [[short_id(m.stream) for m in misses]], keep=50),
-        Column("gap", [[format_duration(m.gap_s) for m in misses]], justify="right", keep=60),
-        Column(
-            "re-processed",
-            [[f"{m.reprocessed_tokens:,}" for m in misses]],
-            justify="right",
-            short_header="redone",
-            keep=97,
-        ),
-        Column("cause", [[", ".join(m.causes) for m in misses]], wraps=True),
-    ]
-    return fitted_table(columns, width, title="Most expensive misses")
-
-
-_POLICY_LABELS = {
-    Policy.AS_HAPPENED.value: "(a) as happened",
-    Policy.TTL_5M.value: "(b) 5m everywhere",
-    Policy.TTL_1H.value: "(c) 1h everywhere",
-    Policy.KEEP_ALIVE.value: "(d) keep-alive in pauses",
-    Policy.EVIDENCE.value: "(e) 1h after first pause miss",
-}
-
-
-def _whatif_table(report: AuditReport, width: int) -> RenderableType:
-    policies = report.whatif.policies
-    actual = policies[0].cost_usd
-    columns = [
-        Column("policy", [[_POLICY_LABELS.get(p.policy, p.policy) for p in policies]], wraps=True),
-        Column("cost", [[_usd(p.cost_usd) for p in policies]], justify="right"),
-        Column(
-            "vs actual",
-            [
-                [
-                    "-" if p.policy == Policy.AS_HAPPENED.value else f"{p.cost_usd - actual:+,.2f}"
-                    for p in policies
-                ]
-            ],
-            justify="right",
-        ),
-        Column("misses", [[f"{p.misses:,}" for p in policies]], justify="right"),
-        Column("keep-alives", [[f"{p.keep_alive_requests:,}" for p in policies]], justify="right"),
-    ]
-    return fitted_table(columns, width, title="TTL what-if")
-
-
-def audit_tables(
-    report: AuditReport, *, zone: tzinfo = UTC, tokens: bool = False, width: int = 80
-) -> RenderableType:
-    t = report.totals
-    label = zone_label(zone, report.first_at)
-    head = [
-        f"Audit of {plural(report.sessions, 'session')}",
-        f"{format_minute(report.first_at, zone)} to {format_minute(report.last_at, zone)} {label}",
-        f"prices: {report.pricing_source}",
-    ]
-    summary = [
-        plural(t.requests, "request"),
-        _usd(t.cost_usd),
-        f"{plural(t.misses, 'miss', 'misses')} cost {_usd(t.miss_cost_usd)} beyond hits",
-        f"{plural(t.expected_rebuilds, 'expected rebuild')} {_usd(t.rebuild_cost_usd)}",
-        f"re-caching {_share(t.recache_share)} of spend",
-    ]
-    parts: list[RenderableType] = [
-        text_lines(head, width, style="bold"),
-        text_lines(summary, width),
-        _groups_table(report, width, tokens),
-    ]
-    misses = _misses_table(report, width, zone)
-    if misses is not None:
-        parts.append(misses)
-    parts += [
-        _whatif_table(report, width),
-        text_lines([f"Recommendation: {report.whatif.recommendation}"], width),
-    ]
-    if report.unpriced_models:
-        parts.append(
-            text_lines(
-                [
-                    f"* {plural(t.unpriced_requests, 'request')} unpriced (no price for "
-                    + ", ".join(report.unpriced_models)
-                    + "): not counted in costs"
-                ],
-                width,
-                style="yellow",
-            )
-        )
-    return Group(*parts)

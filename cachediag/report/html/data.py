@@ -211,12 +211,15 @@ def overview(
 ) -> PageDict:
     """Totals, spend by cause and by day, the most expensive misses and the what-if,
     as ``audit --json`` reports them."""
+    from dataclasses import asdict
+
     from cachediag.report.audit import _POLICY_LABELS, build_report, group_row
 
     report = build_report(audit, GroupBy.CAUSE, pricing_source, since=since, until=until)
-    out: PageDict = report.model_dump(exclude={"whatif_by_session", "by"})
+    out: PageDict = asdict(report)
+    del out["whatif_by_session"], out["by"]
     out["by_cause"] = out.pop("groups")
-    out["by_day"] = [group_row(k, t).model_dump() for k, t in audit.rows(GroupBy.DAY)]
+    out["by_day"] = [asdict(group_row(k, t)) for k, t in audit.rows(GroupBy.DAY)]
     out["policy_labels"] = dict(_POLICY_LABELS)
     return out
 
