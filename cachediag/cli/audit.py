@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
     from cachediag.analysis.session import SessionAnalysis
     from cachediag.pipeline_audit import AuditRun
 
-F = TypeVar("F", bound=Callable[..., Any])
+R = TypeVar("R")
 T = TypeVar("T")
 
 BY_CHOICES = [
@@ -43,14 +45,6 @@ def iso_bound(at: float | None) -> str | None:
     if at is None:
         return None
     return datetime.fromtimestamp(at, UTC).isoformat().replace("+00:00", "Z")
-
-
-def audit_window(
-    since: Bound | None, until: Bound | None, zone: tzinfo | None, now: float | None
-) -> tuple[Window, tzinfo]:
-    """The window ``audit_inputs``' options describe, and the zone days begin in."""
-    display = zone_or_local(zone)
-    return resolve_window(since, until, time.time() if now is None else now, display), display
 
 
 @contextmanager
@@ -82,86 +76,109 @@ def _progress(enabled: bool) -> Iterator[tuple[Any, Any]]:
         yield (lambda n: bar.update(task, total=n, refresh=True)), advance
 
 
-def audit_inputs(command: F) -> F:
+@dataclass(slots=True, frozen=True)
+class AuditInputs:
+    """What ``audit`` and ``report`` read, and how: the options ``audit_inputs`` adds."""
+
+    paths: tuple[Path, ...]
+    since: Bound | None
+    until: Bound | None
+    zone: tzinfo | None
+    now: float | None
+    top: int
+    pricing_file: Path | None
+    progress: bool | None
+    jobs: int | None
+
+    def window(self) -> tuple[Window, tzinfo]:
+        """The window the options describe, and the zone days begin in."""
+        display = zone_or_local(self.zone)
+        now = time.time() if self.now is None else self.now
+        return resolve_window(self.since, self.until, now, display), display
+
+    def read(
+        self, window: Window, zone: tzinfo, keep: Callable[[SessionAnalysis], T] | None = None
+    ) -> AuditRun[T]:
+        """Run the audit (``keep``: see ``run_audit``). With no ``paths``, a log piped
+        on stdin; with none piped (or an empty pipe), the Claude Code history."""
+        from cachediag.cli.stdin import piped_log
+        from cachediag.pipeline import default_paths
+        from cachediag.pipeline_audit import AuditOptions, run_audit
+
+        paths = self.paths
+        stdin = sys.stdin.buffer if "-" in map(str, paths) else None
+        if not paths:
+            stdin = piped_log(click.get_current_context().info_name or "audit")
+        inputs = list(paths) or ([Path("-")] if stdin is not None else default_paths())
+        options = AuditOptions(
+            since=window.since,
+            until=window.until,
+            top=self.top,
+            pricing_file=self.pricing_file,
+            zone=zone,
+        )
+        show = sys.stderr.isatty() if self.progress is None else self.progress
+        with _progress(show) as (on_start, on_done):
+            return run_audit(
+                inputs,
+                options,
+                on_start=on_start,
+                on_done=on_done,
+                workers=self.jobs,
+                keep=keep,
+                stdin=stdin,
+            )
+
+
+_INPUT_OPTIONS = [
+    click.argument("paths", nargs=-1, type=click.Path(path_type=Path)),
+    window_options,
+    click.option(
+        "--now",
+        type=float,
+        metavar="EPOCH",
+        help="Pin the clock (Unix seconds) that spans like --since 7d count back from.",
+    ),
+    click.option(
+        "--top",
+        type=click.IntRange(min=0),
+        metavar="N",
+        default=10,
+        show_default=True,
+        help="How many of the most expensive misses to list.",
+    ),
+    pricing_option,
+    click.option(
+        "--progress/--no-progress",
+        default=None,
+        help="Progress bar on stderr (default: when stderr is a terminal).",
+    ),
+    click.option(
+        "--jobs",
+        type=click.IntRange(min=1),
+        metavar="N",
+        default=None,
+        help="Processes, this one included (default: one per core from 4 MB of input, else 1).",
+    ),
+]
+_INPUT_NAMES = tuple(f.name for f in fields(AuditInputs))
+
+
+def audit_inputs(command: Callable[..., R]) -> Callable[..., R]:
     """The inputs, window, prices and reading of an audit; ``report`` takes the same.
 
-    The decorated function receives ``paths``, ``since``, ``until``, ``zone``, ``now``,
-    ``top``, ``pricing_file``, ``progress`` and ``jobs``; ``audit_window`` resolves the
-    window and ``read_audit`` turns the rest into a run.
-    """
-    options = [
-        click.argument("paths", nargs=-1, type=click.Path(path_type=Path)),
-        window_options,
-        click.option(
-            "--now",
-            type=float,
-            metavar="EPOCH",
-            help="Pin the clock (Unix seconds) that spans like --since 7d count back from.",
-        ),
-        click.option(
-            "--top",
-            type=click.IntRange(min=0),
-            metavar="N",
-            default=10,
-            show_default=True,
-            help="How many of the most expensive misses to list.",
-        ),
-        pricing_option,
-        click.option(
-            "--progress/--no-progress",
-            default=None,
-            help="Progress bar on stderr (default: when stderr is a terminal).",
-        ),
-        click.option(
-            "--jobs",
-            type=click.IntRange(min=1),
-            metavar="N",
-            default=None,
-            help="Processes, this one included (default: one per core from 4 MB of input, else 1).",
-        ),
-    ]
-    for option in reversed(options):
-        command = option(command)
-    return command
+    The decorated command receives them as one ``AuditInputs`` (its first argument),
+    then its own options."""
 
+    @functools.wraps(command)
+    def with_inputs(**options: Any) -> R:
+        inputs = AuditInputs(**{name: options.pop(name) for name in _INPUT_NAMES})
+        return command(inputs, **options)
 
-def read_audit(
-    paths: tuple[Path, ...],
-    window: Window,
-    zone: tzinfo,
-    top: int,
-    pricing_file: Path | None,
-    progress: bool | None,
-    jobs: int | None,
-    keep: Callable[[SessionAnalysis], T] | None = None,
-) -> AuditRun[T]:
-    """Run the audit the options of ``audit_inputs`` ask for (``keep``: see ``run_audit``).
-
-    With no ``paths``, a log piped on stdin; with none piped (or an empty pipe), the
-    Claude Code history."""
-    from cachediag.cli.stdin import piped_log
-    from cachediag.pipeline import default_paths
-    from cachediag.pipeline_audit import AuditOptions, run_audit
-
-    stdin = sys.stdin.buffer if "-" in map(str, paths) else None
-    if not paths:
-        stdin = piped_log(click.get_current_context().info_name or "audit")
-    inputs = list(paths) or ([Path("-")] if stdin is not None else default_paths())
-
-    options = AuditOptions(
-        since=window.since, until=window.until, top=top, pricing_file=pricing_file, zone=zone
-    )
-    show = sys.stderr.isatty() if progress is None else progress
-    with _progress(show) as (on_start, on_done):
-        return run_audit(
-            inputs,
-            options,
-            on_start=on_start,
-            on_done=on_done,
-            workers=jobs,
-            keep=keep,
-            stdin=stdin,
-        )
+    decorated: Callable[..., R] = with_inputs
+    for option in reversed(_INPUT_OPTIONS):
+        decorated = option(decorated)
+    return decorated
 
 
 def report_run_errors(run: AuditRun[Any]) -> None:
@@ -206,13 +223,8 @@ def report_run_errors(run: AuditRun[Any]) -> None:
     help="Quoting and types of --sql.",
 )
 def audit(
-    paths: tuple[Path, ...],
+    inputs: AuditInputs,
     by: str,
-    since: Bound | None,
-    until: Bound | None,
-    zone: tzinfo | None,
-    now: float | None,
-    top: int,
     tokens: bool,
     as_json: bool,
     jq_filter: str | None,
@@ -220,9 +232,6 @@ def audit(
     schema: bool,
     as_sql: bool,
     sql_dialect: str,
-    pricing_file: Path | None,
-    progress: bool | None,
-    jobs: int | None,
 ) -> None:
     """Cost audit: totals, breakdowns, the most expensive misses and a TTL what-if.
 
@@ -255,7 +264,8 @@ def audit(
     as_json = as_json or jq_filter is not None
     if as_json and as_csv:
         raise click.UsageError("--json (or --jq) and --csv are exclusive")
-    window, display = audit_window(since, until, zone, now)
+    window, display = inputs.window()
+    paths, top, pricing_file = inputs.paths, inputs.top, inputs.pricing_file
     from cachediag.dataset.query import is_dataset
     from cachediag.report.audit import build_report
 
@@ -272,7 +282,7 @@ def audit(
     elif by in ("host", "user"):
         raise click.UsageError(f"--by {by} needs a dataset (cachediag export)")
     else:
-        run = read_audit(paths, window, display, top, pricing_file, progress, jobs)
+        run = inputs.read(window, display)
     report = build_report(
         run.audit,
         GroupBy(by),

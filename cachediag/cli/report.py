@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import tzinfo
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from cachediag.cli.audit import (
-    audit_inputs,
-    audit_window,
-    iso_bound,
-    read_audit,
-    report_run_errors,
-)
+from cachediag.cli.audit import AuditInputs, audit_inputs, iso_bound, report_run_errors
 from cachediag.cli.common import CachediagError
-from cachediag.cli.window import Bound
 
 if TYPE_CHECKING:
     from cachediag.report.html.data import PageDict
@@ -40,20 +31,7 @@ if TYPE_CHECKING:
     "their summary and miss table, so the file stays small.",
 )
 @click.option("--title", default="cachediag report", show_default=True, help="Page title.")
-def report(
-    paths: tuple[Path, ...],
-    since: Bound | None,
-    until: Bound | None,
-    zone: tzinfo | None,
-    now: float | None,
-    top: int,
-    pricing_file: Path | None,
-    progress: bool | None,
-    jobs: int | None,
-    output: str,
-    timelines: int,
-    title: str,
-) -> None:
+def report(inputs: AuditInputs, output: str, timelines: int, title: str) -> None:
     """One self-contained HTML page: every request on a timeline, misses and their causes.
 
     Takes the inputs, window (--since/--until) and prices of `cachediag audit`. Per
@@ -75,9 +53,9 @@ def report(
     from cachediag.report.html.data import SessionPage, page_data
     from cachediag.report.html.page import render_page
 
-    window, display = audit_window(since, until, zone, now)
-    keep = SessionPage(pricing_file, window.since, window.until)
-    run = read_audit(paths, window, display, top, pricing_file, progress, jobs, keep=keep)
+    window, display = inputs.window()
+    keep = SessionPage(inputs.pricing_file, window.since, window.until)
+    run = inputs.read(window, display, keep=keep)
     pages: list[PageDict] = run.kept
     if not pages:
         report_run_errors(run)
