@@ -1,21 +1,26 @@
 #!/usr/bin/env python3
-"""Benchmark ``cachediag audit`` against ``ccusage claude daily`` on ~1 GB of transcripts.
+"""Time ``cachediag audit --json`` against ``ccusage claude daily --json --offline``.
 
-The tree is built in a temporary directory from the shared corpus (never committed): copy
-N of every transcript gets its own project folder, session ids, message ids and request
-ids, so both tools see distinct sessions and ccusage's de-duplication by message and
-request id removes nothing. Each tool runs on the same tree; the script reports wall
-time, MB/s over the tree's size, the peak resident memory of the whole process tree
-(sampled every 20 ms from /proc, so the sum over worker processes) and the largest single
-process (``wait4`` rusage), with CPU seconds (user + system, the tool and its workers).
+For each size (12 MB, 100 MB and 1 GB by default), both tools read the same Claude Code
+transcript tree, built from the real corpus as ``bench_analyze.py`` builds it (sessions
+copied under fresh session, message and request ids, so neither tool de-duplicates a copy
+away). In one run per size: one untimed warm-up run each, then ``--runs`` timed runs
+each, interleaved (the order reversed every other round). Reported per size: the load
+average, median wall time, MB/s, median CPU time and peak RSS (largest process, and the
+whole process tree summed), the cachediag/ccusage ratios, and whether the two agree on
+the tokens of the tree: against ``ccusage claude session``, run once more untimed (exit 1
+if not; ``daily`` counts a few more, see ``check_tokens``), with the days side by side.
+docs/audit.md#benchmark has the method and the figures.
 
-    python scripts/bench_audit.py [--size-mb 1000] [--ccusage PATH] [--jobs N ...]
-                                  [--repeat 3] [--keep DIR]
+    python scripts/bench_audit.py [--size-mb 12 --size-mb 100 --size-mb 1000] [--runs 5]
+                                  [--trees DIR] [--install venv|none] [--corpus DIR]
 
-Wall time depends on what else the machine runs (the load average is printed); CPU
-seconds do not. The tree is read once before the runs (so no tool pays for flushing
-fresh pages), and each tool runs ``--repeat`` times; the fastest run is reported.
-``--keep DIR`` builds the tree in DIR and keeps it; a DIR that has one is reused.
+The cachediag under test is this checkout pip-installed into a venv of its own and run
+through its console script, as users run it (``--install none``: ``python -m cachediag``
+from the checkout). It gets a price cache of its own (``XDG_CACHE_HOME`` in the scratch
+folder), which its warm-up run fills, as any earlier run on a machine does. Both tools
+run with ``TZ=UTC``, so that days are the same days. ``--trees DIR`` builds the trees in
+DIR (``DIR/tree-<size>``) and keeps them; a tree already there is reused.
 """
 
 from __future__ import annotations
@@ -23,213 +28,196 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-CORPUS = ROOT.parent / "shared" / "corpus" / "claude-code"
-UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_analyze as shared  # the helpers every benchmark script uses
 
-
-def corpus_files() -> list[Path]:
-    return sorted(p for p in CORPUS.rglob("*.jsonl") if p.is_file())
-
-
-def session_ids(files: list[Path]) -> set[bytes]:
-    """Every session id the corpus uses (in lines and in file and folder names)."""
-    found: set[bytes] = set()
-    for path in files:
-        found.update(m.encode() for m in re.findall(r'"sessionId":"([^"]+)"', path.read_text()))
-        found.update(UUID.findall(str(path.relative_to(CORPUS)).encode()))
-    return found
-
-
-def build_tree(target: Path, size_mb: float) -> int:
-    files = corpus_files()
-    ids = sorted(session_ids(files), key=len, reverse=True)
-    pattern = re.compile(b"|".join(re.escape(i) for i in ids))
-    corpus_bytes = sum(p.stat().st_size for p in files)
-    copies = max(1, round(size_mb * 1e6 / corpus_bytes))
-    total = 0
-    for n in range(copies):
-        tag = f"{n:06x}".encode()
-
-        def new_id(m: re.Match[bytes], tag: bytes = tag) -> bytes:
-            return tag + m.group(0)[len(tag) :] if len(m.group(0)) > len(tag) else tag
-
-        for src in files:
-            rel = src.relative_to(CORPUS)
-            rel_new = pattern.sub(new_id, str(rel).encode()).decode()
-            dest = (
-                target
-                / "projects"
-                / f"copy{n:04d}-{rel.parts[0]}"
-                / Path(rel_new).relative_to(rel.parts[0])
-            )
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            data = pattern.sub(new_id, src.read_bytes())
-            data = data.replace(b'"msg_', b'"msg_c' + tag).replace(b'"req_', b'"req_c' + tag)
-            dest.write_bytes(data)
-            total += len(data)
-    return total
+DEFAULT_SIZES_MB = (12.0, 100.0, 1000.0)
+TOKENS = {  # cachediag's name: ccusage's name
+    "input_tokens": "inputTokens",
+    "output_tokens": "outputTokens",
+    "cache_creation_tokens": "cacheCreationTokens",
+    "cache_read_tokens": "cacheReadTokens",
+}
+Days = dict[str, tuple[int, ...]]
 
 
 def tree_rss_kb(pid: int) -> int:
-    """Resident memory of ``pid`` and all its descendants, from /proc."""
-    total, stack = 0, [pid]
-    while stack:
-        p = stack.pop()
-        try:
-            for line in Path(f"/proc/{p}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1])
-            for task in Path(f"/proc/{p}/task").iterdir():
-                stack.extend(int(c) for c in (task / "children").read_text().split())
-        except (OSError, ValueError):
-            continue
-    return total
+    """Resident memory of ``pid`` and all its descendants, from /proc, in KiB."""
+    pids = [pid]
+    for p in pids:
+        pids.extend(shared._children_of(p))
+    return sum(shared._status_kib(p, "VmRSS") for p in pids)
 
 
-def measure(cmd: list[str], env: dict[str, str]) -> dict[str, float]:
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    peak = 0
-    done = threading.Event()
-    streams: dict[str, bytes] = {}
+def cachediag_days(stdout: bytes) -> tuple[tuple[int, ...], Days]:
+    """Token totals of ``audit --json --by day``: the tree's, and each day's."""
+    doc = json.loads(stdout)
 
-    def sample() -> None:
-        nonlocal peak
-        while not done.is_set():
-            peak = max(peak, tree_rss_kb(proc.pid))
-            time.sleep(0.02)
+    def row(obj: dict[str, int]) -> tuple[int, ...]:
+        return tuple(obj[k] for k in TOKENS)
 
-    def drain(name: str) -> None:
-        pipe = getattr(proc, name)
-        streams[name] = pipe.read()
+    return row(doc["totals"]), {g["key"]: row(g) for g in doc["groups"]}
 
-    threads = [threading.Thread(target=sample, daemon=True)] + [
-        threading.Thread(target=drain, args=(n,), daemon=True) for n in ("stdout", "stderr")
+
+def ccusage_days(stdout: bytes) -> tuple[tuple[int, ...], Days]:
+    """The same from ``ccusage claude daily --json``."""
+    doc = json.loads(stdout)
+
+    def row(obj: dict[str, int]) -> tuple[int, ...]:
+        return tuple(obj[k] for k in TOKENS.values())
+
+    return row(doc["totals"]), {d["date"]: row(d) for d in doc["daily"]}
+
+
+def session_totals(stdout: bytes) -> tuple[int, ...]:
+    """The tree's tokens by ``ccusage claude session --json``: the sum of its sessions."""
+    rows = json.loads(stdout)["sessions"]
+    return tuple(sum(s[k] for s in rows) for k in TOKENS.values())
+
+
+def check_tokens(ours: bytes, daily: bytes, session: bytes) -> bool:
+    """cachediag's totals against ccusage's, and day by day against ``daily``.
+
+    ``ccusage claude daily`` counts a few more tokens than its own ``session`` report on
+    the corpus (0.13%: it de-duplicates the copies of a response differently); cachediag
+    counts what ``session`` counts, so the check (the exit status) is against that, and
+    the days are shown for what they are."""
+    (our_total, our_days), (daily_total, daily_days) = cachediag_days(ours), ccusage_days(daily)
+    their_total = session_totals(session)
+    print(f"  {'tokens':<22} {'cachediag':>16} {'ccusage session':>16} {'ccusage daily':>16}")
+    for i, name in enumerate(TOKENS):
+        flag = "" if our_total[i] == their_total[i] else "  <-- differs"
+        print(f"  {name:<22} {our_total[i]:>16,} {their_total[i]:>16,} {daily_total[i]:>16,}{flag}")
+    days = our_days.keys() | daily_days.keys()
+    differ = sorted(d for d in days if our_days.get(d) != daily_days.get(d))
+    print(f"  days with the same tokens as ccusage daily: {len(days) - len(differ)} of {len(days)}")
+    for day in differ[:5]:
+        ours_day, theirs_day = our_days.get(day), daily_days.get(day)
+        print(f"    {day}: cachediag {ours_day}, ccusage daily {theirs_day}")
+    same = our_total == their_total
+    print(f"  token totals agree with ccusage session: {'yes' if same else 'NO'}")
+    return same
+
+
+def tree_for(size_mb: float, trees: Path, units: list[shared.SessionUnit]) -> Path:
+    """``trees/tree-<size>`` (built unless it is there already); returns its root."""
+    root = trees / f"tree-{size_mb:g}"
+    if not (root / "projects").is_dir():
+        _, files, sessions = shared.build_tree(root, units, int(size_mb * shared.MIB))
+        print(f"built {root}/projects: {files} files, {sessions} sessions")
+    return root
+
+
+def bench_size(
+    root: Path,
+    command: list[str],
+    env: dict[str, str],
+    ccusage: list[str],
+    runs: int,
+    scratch: Path,
+) -> bool:
+    projects = root / "projects"
+    files = list(projects.rglob("*.jsonl"))
+    size = sum(p.stat().st_size for p in files)
+    print(f"\n== {size / 1e6:.0f} MB ({size / shared.MIB:.1f} MiB), {len(files)} files: {projects}")
+    ours_env = {**env, "TZ": "UTC", "XDG_CACHE_HOME": str(scratch / "xdg-cache")}
+    tools = [
+        shared.Tool(
+            "cachediag",
+            [*command, "audit", "--json", "--by", "day", "--no-progress", str(projects)],
+            ours_env,
+        ),
+        shared.Tool(
+            "ccusage",
+            [*ccusage, "claude", "daily", "--json", "--offline"],
+            {**os.environ, "CLAUDE_CONFIG_DIR": str(root), "TZ": "UTC"},
+        ),
     ]
-    for t in threads:
-        t.start()
-    # wait4 gives this child's own rusage: its ru_maxrss is the largest single process
-    # among it and the workers it waited for.
-    _, status, usage = os.wait4(proc.pid, 0)
-    elapsed = time.perf_counter() - start
-    done.set()
-    for t in threads:
-        t.join()
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise SystemExit(f"{cmd[0]} failed ({proc.returncode}): {streams['stderr'][-2000:]!r}")
-    doc = json.loads(streams["stdout"])
-    return {
-        "seconds": elapsed,
-        "tree_peak_rss_mb": peak / 1024,
-        "largest_process_rss_mb": usage.ru_maxrss / 1024,
-        "cpu_seconds": usage.ru_utime + usage.ru_stime,
-        "tokens": float(total_tokens(doc)),
-    }
-
-
-def total_tokens(doc: dict[str, object]) -> int:
-    """All tokens counted, from either tool's JSON: the two must have done the same work."""
-    totals = doc["totals"]
-    assert isinstance(totals, dict)
-    keys = ("input_tokens", "output_tokens", "cache_creation_tokens", "cache_read_tokens")
-    if "inputTokens" in totals:
-        keys = ("inputTokens", "outputTokens", "cacheCreationTokens", "cacheReadTokens")
-    return sum(int(totals[k]) for k in keys)
-
-
-def main() -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from bench_analyze import add_install_option, installed
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--size-mb", type=float, default=1000)
-    parser.add_argument(
-        "--ccusage", help="ccusage executable (default: found or installed as bench_analyze does)"
+    for t in tools:  # warm-up: page cache, .pyc files, cachediag's price cache
+        shared.run_once(t, scratch)
+        t.wall_s.clear()
+        t.peak_kib.clear()
+        t.cpu_s.clear()
+    load_before = os.getloadavg()
+    for i in range(runs):
+        for t in tools if i % 2 == 0 else tools[::-1]:
+            shared.run_once(t, scratch)
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(
+        f"load average: {load_before[0]:.2f} before the timed runs, {load} after "
+        f"({os.cpu_count()} CPUs); {runs} runs per tool, interleaved"
     )
-    parser.add_argument("--repeat", type=int, default=3, help="Runs per tool; best is shown.")
-    parser.add_argument("--keep", type=Path, help="Build the tree here and keep it.")
+    shared.print_table(tools, size)
+    trees = {t.name: shared.tree_peak_kib(t, scratch) for t in tools}
+    summed = ", ".join(f"{name} {kib / 1024:.1f} MiB" for name, kib in trees.items())
+    print(
+        f"whole process tree, peak of summed RSS (median of 3): {summed}; "
+        f"ratio {trees['cachediag'] / trees['ccusage']:.2f}x"
+    )
+    ratios = [a / b for a, b in zip(tools[0].wall_s, tools[1].wall_s, strict=True)]
+    print(
+        f"wall time ratio pair by pair: median {statistics.median(ratios):.2f}x "
+        f"(min {min(ratios):.2f}, max {max(ratios):.2f})"
+    )
+    session = subprocess.run(
+        [*ccusage, "claude", "session", "--json", "--offline"],
+        env=tools[1].env,
+        capture_output=True,
+        check=True,
+        cwd=scratch,
+    ).stdout
+    return check_tokens(tools[0].last_stdout, tools[1].last_stdout, session)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--jobs",
-        type=int,
+        "--size-mb",
+        type=float,
         action="append",
-        help="cachediag --jobs values to try (default: the automatic choice).",
+        help="tree size in MiB, repeatable (default: 12, 100 and 1000)",
     )
-    add_install_option(parser)
-    args = parser.parse_args()
+    parser.add_argument("--runs", type=int, default=5, help="timed runs per tool and size")
+    parser.add_argument("--corpus", type=Path, help="folder of project folders to copy")
+    parser.add_argument("--trees", type=Path, help="build the trees here and keep them")
+    shared.add_install_option(parser)
+    args = parser.parse_args(argv)
+    corpus = args.corpus or (
+        shared.SHARED_CORPUS if shared.SHARED_CORPUS.is_dir() else shared.BUNDLED_CORPUS
+    )
 
-    command, installed_env = installed(args.install)
-    if args.ccusage is None:
-        from bench_analyze import find_ccusage  # one way to find or install ccusage
+    ccusage = shared.find_ccusage()
+    command, env = shared.installed(args.install)
+    version = subprocess.run(
+        [*ccusage, "--version"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    print(f"corpus:    {corpus}")
+    print(f"cachediag: {' '.join(command)} (python {sys.version.split()[0]})")
+    print(f"ccusage:   {ccusage[0]} ({version})")
+    if version.split()[-1] != shared.CCUSAGE_VERSION:
+        print(f"warning: the benchmark is defined for ccusage {shared.CCUSAGE_VERSION}")
 
-        args.ccusage = find_ccusage()[0]
-    if not CORPUS.is_dir():
-        raise SystemExit(f"{CORPUS} not found: the benchmark builds its tree from the corpus")
-    tmp = Path(tempfile.mkdtemp(prefix="cachediag-bench-")) if args.keep is None else args.keep
+    tmp = Path(tempfile.mkdtemp(prefix="cachediag-bench-audit-"))
     try:
-        t0 = time.perf_counter()
-        if (tmp / "projects").is_dir():  # --keep DIR from an earlier run: reuse it
-            size = sum(p.stat().st_size for p in (tmp / "projects").rglob("*.jsonl"))
-        else:
-            size = build_tree(tmp, args.size_mb)
-        files = sum(1 for _ in (tmp / "projects").rglob("*.jsonl"))
-        print(
-            f"tree: {size / 1e6:.0f} MB in {files} files, built in "
-            f"{time.perf_counter() - t0:.0f} s ({tmp})"
-        )
-        # Read the fresh tree once so that no tool pays for flushing or loading it.
-        for path in (tmp / "projects").rglob("*.jsonl"):
-            path.read_bytes()
-        print(f"load average before the runs: {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores)")
-        env = {**installed_env, "CLAUDE_CONFIG_DIR": str(tmp), "TZ": "UTC"}
-        runs: list[tuple[str, list[str]]] = []
-        for jobs in args.jobs or [0]:
-            extra = [] if jobs == 0 else ["--jobs", str(jobs)]
-            label = "cachediag audit --json" + (f" --jobs {jobs}" if jobs else "")
-            runs.append(
-                (
-                    label,
-                    [
-                        *command,
-                        "audit",
-                        "--json",
-                        "--no-progress",
-                        *extra,
-                        str(tmp / "projects"),
-                    ],
-                )
-            )
-        runs.append(
-            (
-                "ccusage claude daily --json --offline",
-                [args.ccusage, "claude", "daily", "--json", "--offline"],
-            )
-        )
-        for label, cmd in runs:
-            # Best of --repeat runs: the figures describe the tool, not a busy moment.
-            m = min((measure(cmd, env) for _ in range(args.repeat)), key=lambda r: r["seconds"])
-            print(
-                f"{label}: {m['seconds']:.1f} s, {size / 1e6 / m['seconds']:.1f} MB/s, "
-                f"CPU {m['cpu_seconds']:.1f} s ({size / 1e6 / m['cpu_seconds']:.0f} MB per "
-                "CPU-second), "
-                f"peak RSS {m['tree_peak_rss_mb']:.0f} MB (process tree), "
-                f"largest process {m['largest_process_rss_mb']:.0f} MB, "
-                f"{m['tokens']:,.0f} tokens counted"
-            )
+        trees = args.trees or tmp
+        units = shared.read_units(corpus)
+        agree = True
+        for size_mb in args.size_mb or DEFAULT_SIZES_MB:
+            root = tree_for(size_mb, trees, units)
+            scratch = tmp / f"out-{size_mb:g}"
+            scratch.mkdir()
+            agree = bench_size(root, command, env, ccusage, args.runs, scratch) and agree
+        return 0 if agree else 1
     finally:
-        if args.keep is None:
-            shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
