@@ -170,10 +170,11 @@ def test_lines_without_requests_move_on_without_the_reader(
 
 @pytest.mark.parametrize("chains", [False, True])
 def test_line_scan_selects_what_the_readers_filter_selects(chains: bool) -> None:
+    from cachediag.ingest.needles import WANTED, WANTED_WITH_CHAINS
     from cachediag.ingest.transcript import wanted_line, wanted_line_with_chains
 
     want = wanted_line_with_chains if chains else wanted_line
-    needles = state.WANTED_WITH_CHAINS if chains else state.WANTED
+    needles = WANTED_WITH_CHAINS if chains else WANTED
     for path in sorted((ROOT / "fixtures" / "real").rglob("*.jsonl")):
         data = path.read_bytes()
         end = data.rfind(b"\n") + 1

@@ -146,10 +146,12 @@ def cursor(
     lines: int,
     *,
     skip: bool = False,
+    needles: list[str] | None = None,
 ) -> Any:
     """The cursor after reading ``read`` bytes from ``offset``, of which the first ``end``
     were complete lines (``lines`` counted up to there); ``skip`` when the read ended
-    inside an overlong line."""
+    inside an overlong line; ``needles``: which lines of the file can matter, decided
+    from its first lines (``follow.needles``)."""
     after = os.fstat(fd)
     return {
         "ino": st.st_ino,
@@ -165,6 +167,7 @@ def cursor(
         "tail": tail_hash(fd, offset + end),
         "sample": sample_hash(fd, offset + end),
         "skip": skip,
+        **({} if needles is None else {"needles": needles}),
     }
 
 

@@ -14,8 +14,9 @@ from typing import Any
 
 from cachediag.analysis.ledger import Ledger, LedgerEntry
 from cachediag.follow.files import cursor, open_regular_fd
-from cachediag.ingest.lines import BadLine, parse_line
-from cachediag.ingest.needles import MAX_LINE_BYTES, WANTED, WANTED_WITH_CHAINS, wanted_lines
+from cachediag.follow.needles import file_needles, needles_of, saved_needles
+from cachediag.ingest.lines import BadLine, parse_line, scan_chunk
+from cachediag.ingest.needles import MAX_LINE_BYTES
 from cachediag.ingest.transcript import FORMAT, TranscriptReader, agent_kind
 from cachediag.model import MAIN_STREAM, SessionLog, StreamItem, StreamKind
 
@@ -82,8 +83,11 @@ class LiveSession:
         saved = self.files.get(path, {})
         offset, number = int(saved.get("offset", 0)), int(saved.get("lines", 0))
         skipping = bool(saved.get("skip"))
-        needles = WANTED if reader.file_stream is not None else WANTED_WITH_CHAINS
-        with os.fdopen(fd, "rb", buffering=0) as fp:
+        needles = saved_needles(saved, chains=reader.file_stream is None)
+        # One buffer read into again and again: a fresh ``bytes`` per block costs page
+        # faults on every megabyte (as the ingest reader found).
+        buffer = bytearray(CHUNK_BYTES)
+        with os.fdopen(fd, "rb", buffering=0) as fp, memoryview(buffer) as into:
             st = os.fstat(fd)
             fp.seek(offset)
             limit = None if until is None else max(0, until - offset)
@@ -96,10 +100,17 @@ class LiveSession:
                     break
                 if stop is not None and read and stop():
                     break
-                block = fp.read(CHUNK_BYTES if limit is None else min(CHUNK_BYTES, limit - read))
-                if not block:
+                n = fp.readinto(
+                    into[: CHUNK_BYTES if limit is None else min(CHUNK_BYTES, limit - read)]
+                )
+                if not n:
                     done = True
                     break
+                # The buffer is valid until the next read: what is kept is copied.
+                block = buffer if n == CHUNK_BYTES else buffer[:n]
+                if offset == 0 and not read and "needles" not in saved:
+                    # As analyze: the needles this file needs, from its first lines.
+                    needles = file_needles(bytes(block), chains=reader.file_stream is None)
                 read += len(block)
                 start = 0
                 if skipping:
@@ -116,7 +127,7 @@ class LiveSession:
                 end = block.rfind(b"\n", start) + 1
                 if end == 0:
                     if start < len(block):
-                        carry.append(block[start:] if start else block)
+                        carry.append(bytes(block[start:]))
                         carried += len(block) - start
                     if carried > MAX_LINE_BYTES:
                         # Never held whole: dropped, and skipped up to its newline.
@@ -130,33 +141,38 @@ class LiveSession:
                     number = self._feed_lines(reader, line, len(line), needles, number)
                     consumed += len(line)
                     start = first
-                data = block[start:end] if start else block
-                number = self._feed_lines(reader, data, end - start, needles, number)
+                number = self._feed_lines(reader, block, end, needles, number, start)
                 consumed += end - start
                 if end < len(block):
-                    carry.append(block[end:])
+                    carry.append(bytes(block[end:]))
                     carried = len(block) - end
-            self.files[path] = cursor(fd, st, offset, read, consumed, number, skip=skipping)
+            self.files[path] = cursor(
+                fd, st, offset, read, consumed, number, skip=skipping, needles=needles_of(needles)
+            )
         return done
 
     def _feed_lines(
         self,
         reader: TranscriptReader,
-        data: bytes,
+        data: bytes | bytearray,
         end: int,
         needles: tuple[bytes, ...],
         number: int,
+        first: int = 0,
     ) -> int:
-        """Feed the wanted lines of ``data[:end]`` (whole lines); returns the line count."""
-        if end > MAX_LINE_BYTES and data.count(b"\n", 0, end) == 1:
+        """Feed the lines of ``data[first:end]`` (whole lines) that the ingest scanner picks,
+        as ``analyze`` does: those holding a needle, and any not shaped like a JSON object
+        (a bad line, counted); returns the line count."""
+        if end - first > MAX_LINE_BYTES and data.count(b"\n", first, end) == 1:
             self._bad(reader, number + 1, OVERLONG)
             return number + 1
-        counted = 0
-        for start in wanted_lines(data, end, needles):
-            number += data.count(b"\n", counted, start) + 1
-            counted = data.find(b"\n", start, end) + 1
-            self._feed(reader, data[start:counted], number)
-        return number + data.count(b"\n", counted, end)
+        # The scanner reads any buffer (the read buffer is a bytearray); lines leave as
+        # bytes of their own, as the ingest reader's do.
+        found, newlines = scan_chunk(data, first, end, needles)  # type: ignore[arg-type,unused-ignore]
+        with memoryview(data) as view:
+            for index, start, stop in found:
+                self._feed(reader, view[start:stop].tobytes(), number + index + 1)
+        return number + newlines
 
     def _bad(self, reader: TranscriptReader, number: int, reason: str) -> None:
         self.skipped += 1

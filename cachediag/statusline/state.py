@@ -23,7 +23,8 @@ from cachediag.follow.files import (
     resumable,
     unchanged_since,
 )
-from cachediag.ingest.needles import WANTED, WANTED_WITH_CHAINS, wanted_lines
+from cachediag.follow.needles import saved_needles
+from cachediag.ingest.needles import wanted_lines
 from cachediag.paths import cache_dir
 from cachediag.safefiles import open_private, open_regular, private_dir, read_private, write_atomic
 from cachediag.statusline import jsonlite
@@ -260,7 +261,7 @@ def skip_request_free_appends(header: dict[str, Any], files: list[str]) -> dict[
             return None
         if os.stat(path).st_size - entry["size"] > SKIP_SCAN_BYTES:
             return None  # much was written: the reader, with its time budget, reads it
-        needles = WANTED_WITH_CHAINS if path == files[0] else WANTED
+        needles = saved_needles(entry, chains=path == files[0])
         offset, lines = entry.get("offset"), entry.get("lines")
         if not isinstance(offset, int) or not isinstance(lines, int):
             return None
@@ -273,7 +274,9 @@ def skip_request_free_appends(header: dict[str, Any], files: list[str]) -> dict[
                 if wanted_lines(data, end, needles):
                     return None
                 lines += data.count(b"\n", 0, end)
-                moved[path] = cursor(fp.fileno(), st, offset, len(data), end, lines)
+                moved[path] = cursor(
+                    fp.fileno(), st, offset, len(data), end, lines, needles=entry.get("needles")
+                )
         except OSError:
             return None
     return {**header, "files": moved, "partial": False}
