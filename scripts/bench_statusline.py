@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Benchmark ``cachediag statusline`` against ``ccusage statusline`` (issue 3).
+"""Benchmark ``cachediag statusline`` against ``ccusage statusline`` (issues 3, 14).
 
 Builds a ~100 MB Claude Code transcript from the corpus, then times whole processes
-(spawn to exit, warm page cache), median of N runs, in one run side by side:
+(spawn to exit, warm page cache; wall and CPU time), interleaved runs (the order
+alternates) after a warm-up, medians and the median of paired ratios, side by side:
 
 - warm: transcript unchanged since the previous run (both tools' caches valid);
 - append: one more response appended before each run;
@@ -10,7 +11,12 @@ Builds a ~100 MB Claude Code transcript from the corpus, then times whole proces
   any earlier run leaves it; ccusage: no cache).
 - first ever: cachediag with no cache directory at all (prices loaded from genai-prices).
 
+cachediag is what users run: this checkout pip-installed in a venv of its own
+(``bench_analyze.install_in_venv``), timed through the command ``statusline install``
+writes (``python -I -S -c ...``) and through its console script.
+
 Usage: python scripts/bench_statusline.py [--size-mb 100] [--runs 9] [--keep DIR]
+                                          [--install venv|none]
 """
 
 from __future__ import annotations
@@ -18,12 +24,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -137,13 +146,66 @@ def _ccusage_version(path: Path) -> str:
     return words[-1].lstrip("v") if words else ""
 
 
-def timed(argv: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, bytes]:
+@dataclass
+class Command:
+    """One command under test and its timings, per scenario."""
+
+    name: str
+    argv: list[str]
+    env: dict[str, str]
+    ours: bool
+    silent: bool = False
+    """Prints nothing (the interpreter alone, for scale)."""
+    wall: dict[str, list[float]] = field(default_factory=dict)
+    cpu: dict[str, list[float]] = field(default_factory=dict)
+    partial: int = 0
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(cmd: Command, stdin: bytes, scenario: str | None = None) -> bytes:
+    """One whole process: spawn to exit (wall) and the CPU time it and its children used."""
+    cpu = _children_cpu()
     start = time.perf_counter()
-    done = subprocess.run(argv, input=stdin, capture_output=True, env=env)
+    done = subprocess.run(cmd.argv, input=stdin, capture_output=True, env=cmd.env)
     elapsed = time.perf_counter() - start
-    if done.returncode != 0 or not done.stdout.strip():
-        sys.exit(f"{argv[0]} failed: rc={done.returncode} stderr={done.stderr[-500:]!r}")
-    return elapsed * 1000, done.stdout
+    used = _children_cpu() - cpu
+    bad = not done.stdout.strip() or done.stdout.startswith(b"cache ?")
+    if done.returncode != 0 or (bad and not cmd.silent):
+        sys.exit(f"{cmd.name} failed: rc={done.returncode} out={done.stdout[-200:]!r} "
+                 f"stderr={done.stderr[-500:]!r}")  # fmt: skip
+    if scenario is not None:
+        cmd.wall.setdefault(scenario, []).append(elapsed * 1000)
+        cmd.cpu.setdefault(scenario, []).append(used * 1000)
+        if cmd.ours and b"partial" in done.stdout:
+            cmd.partial += 1
+    return done.stdout
+
+
+def installed_commands(how: str) -> tuple[dict[str, list[str]], str]:
+    """The command ``statusline install`` writes (``python -I -S -c ...``), and the
+    console entry, of cachediag installed in a venv of its own (``bench_analyze``'s)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from bench_analyze import installed
+
+    command, env = installed(how)
+    python = str(Path(command[0]).with_name("python")) if how == "venv" else sys.executable
+    probe = (
+        "import json,cachediag.ingest.native as n;"
+        "from cachediag.statusline.install import fast_argv;"
+        "print(json.dumps([fast_argv(), 'C scanner' if n.SCANNER else 'Python scanner']))"
+    )
+    out = subprocess.run([python, "-c", probe], env=env, capture_output=True, text=True,
+                         check=True, cwd=tempfile.gettempdir())  # fmt: skip
+    fast, scanner = json.loads(out.stdout)
+    return {"installed command": fast, "console entry": [*command, "statusline"]}, scanner
+
+
+def _median(xs: list[float]) -> float:
+    return float(statistics.median(xs))
 
 
 def main() -> None:
@@ -152,12 +214,18 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--ccusage", help="path to a ccusage 20.0.24 executable")
     parser.add_argument("--keep", type=Path, help="build the data here and keep it")
+    parser.add_argument(
+        "--install", choices=("venv", "none"), default="venv",
+        help="venv: cachediag pip-installed in a venv of its own, as users run it "
+        "(default); none: this checkout on PYTHONPATH",
+    )  # fmt: skip
     opts = parser.parse_args()
 
     scratch = Path(tempfile.mkdtemp(prefix="cachediag-bench-"))
     data_root = opts.keep or scratch / "claude"
     try:
         ccusage = find_ccusage(opts.ccusage, scratch)
+        ours_argv, scanner = installed_commands(opts.install)
         transcript = data_root / "projects" / "-bench" / f"{SESSION_ID}.jsonl"
         transcript.parent.mkdir(parents=True, exist_ok=True)
         template = last_response(build_transcript(transcript, opts.size_mb))
@@ -172,83 +240,115 @@ def main() -> None:
 
         cache_home, tmp_home = scratch / "xdg", scratch / "tmp"
         tmp_home.mkdir()
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(cache_home),
+        # No capture folder (XDG_STATE_HOME), no state or price cache but this run's.
+        base = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+        env = {**base, "XDG_CACHE_HOME": str(cache_home), "XDG_STATE_HOME": str(scratch),
                "CLAUDE_CONFIG_DIR": str(data_root), "TMPDIR": str(tmp_home),
                "NO_COLOR": "1"}  # fmt: skip
-        sys.path.insert(0, str(ROOT))
-        from cachediag.statusline.install import fast_argv
-
-        entry = "import sys; from cachediag.entry import main; sys.exit(main())"
-        ours = {
-            "cachediag statusline (console entry)": [sys.executable, "-c", entry, "statusline"],
-            "cachediag installed command (python -I -S -c ...)": fast_argv(),
-        }
+        if opts.install == "none":
+            env["PYTHONPATH"] = str(ROOT)
+        # A first run reads the whole transcript; with the default 1 s budget a busy
+        # machine stops it at 0.7 s (the line says partial) and the next run goes on: the
+        # budget is raised so that every cold run times the whole read.
+        cold_env = {**env, "CACHEDIAG_STATUSLINE_BUDGET": "60"}
         native = ccusage.resolve().parents[2] / "@ccusage" / "ccusage-linux-x64" / "bin" / "ccusage"
-        # For scale: the interpreter alone, with and without site (.pth files).
-        scale = {
-            "(python -c 'print(0)', for scale)": [sys.executable, "-c", "print(0)"],
-            "(python -S -c 'print(0)', for scale)": [sys.executable, "-S", "-c", "print(0)"],
-        }
-        theirs = {"ccusage statusline": [str(ccusage), "statusline"]}
+        commands = [
+            Command(f"cachediag {name}", argv, env, True) for name, argv in ours_argv.items()
+        ]
+        commands.append(Command("ccusage statusline", [str(ccusage), "statusline"], env, False))
         if native.is_file():
-            theirs["ccusage native binary statusline"] = [str(native), "statusline"]
+            commands.append(
+                Command("ccusage native binary", [str(native), "statusline"], env, False)
+            )
+        scale = [sys.executable, "-S", "-c", "0"]
+        commands.append(Command("(python -S -c 0, for scale)", scale, env, False, silent=True))
         lock = tmp_home / "ccusage-semaphore" / f"{SESSION_ID}.lock"
 
-        results: dict[str, dict[str, float]] = {}
+        def forget(cmd: Command, everything: bool) -> None:
+            if cmd.silent:
+                return
+            if not cmd.ours:
+                lock.unlink(missing_ok=True)
+            elif everything:
+                shutil.rmtree(cache_home, ignore_errors=True)
+            else:
+                # First run on this transcript: no state file. The price cache is not about
+                # any transcript (any earlier cachediag run fills it), so it stays.
+                shutil.rmtree(cache_home / "cachediag" / "statusline", ignore_errors=True)
 
-        def measure(scenario: str, before: dict[str, object]) -> None:
-            times: dict[str, list[float]] = {name: [] for name in [*ours, *theirs, *scale]}
-            for n in range(opts.runs):
-                for name, argv in [*ours.items(), *theirs.items(), *scale.items()]:
-                    prepare = before.get(name) or before.get("*")
-                    if callable(prepare):
-                        prepare(n)
-                    times[name].append(timed(argv, stdin, env)[0])
-            for name, xs in times.items():
-                results.setdefault(name, {})[scenario] = statistics.median(xs)
+        def measure(scenario: str, before: Callable[[Command, int], None] | None) -> None:
+            for n in range(opts.runs + 1):  # run 0 is a warm-up, not counted
+                order = commands if n % 2 == 0 else commands[::-1]
+                for cmd in order:
+                    if before is not None:
+                        before(cmd, n)
+                    timed(cmd, stdin, scenario if n else None)
 
-        def forget_ours(_: int) -> None:
-            # First run on this transcript: no state file. The price cache is not about
-            # any transcript (any earlier cachediag run fills it), so it stays.
-            shutil.rmtree(cache_home / "cachediag" / "statusline", ignore_errors=True)
+        def cold(cmd: Command, _: int) -> None:
+            forget(cmd, everything=False)
+            cmd.env = cold_env if cmd.ours else env
 
-        def forget_everything(_: int) -> None:
-            shutil.rmtree(cache_home, ignore_errors=True)
+        def first(cmd: Command, _: int) -> None:
+            forget(cmd, everything=True)
+            cmd.env = cold_env if cmd.ours else env
 
-        def forget_theirs(_: int) -> None:
-            lock.unlink(missing_ok=True)
+        counter = iter(range(10**6))
 
-        first = {name: forget_everything for name in ours}
-        first |= {name: forget_theirs for name in theirs}
+        def appended(cmd: Command, _: int) -> None:
+            cmd.env = env
+            if cmd.ours:  # ccusage runs after it on the same, changed file
+                append_response(transcript, template, next(counter))
+
         measure("first", first)
-        cold = {name: forget_ours for name in ours} | {name: forget_theirs for name in theirs}
         measure("cold", cold)
         if not lock.exists():
             sys.exit(f"ccusage did not write its cache at {lock}; cannot tell cached runs")
+        for cmd in commands:
+            cmd.env = env
         # Warm: both caches primed by the last cold run; nothing changes between runs.
         # ccusage's cache also expires after --refresh-interval (1 s); runs here follow
         # each other within it, so its cached path is what is timed.
-        for argv in [*ours.values(), *theirs.values()]:
-            timed(argv, stdin, env)
-        measure("warm", {})
-        counter = iter(range(10**6))
-        appended = {name: (lambda _n: append_response(transcript, template, next(counter)))
-                    for name in ours}  # fmt: skip
+        measure("warm", None)
         measure("append", appended)
-
-        print(f"\ntranscript: {size_mb:.1f} MB, {opts.runs} runs per cell, median wall ms, "
-              f"whole process; {os.cpu_count()} CPUs; "
-              f"python {sys.version.split()[0]}\n")  # fmt: skip
-        print("| command | warm (unchanged) | one response appended | cold (first run) "
-              "| first ever (no caches) |")  # fmt: skip
-        print("|---|---:|---:|---:|---:|")
-        for name, c in results.items():
-            print(f"| {name} | {c['warm']:.0f} | {c['append']:.0f} | {c['cold']:.0f} "
-                  f"| {c['first']:.0f} |")  # fmt: skip
-        print("\n(append: a new response is appended before each cachediag run; ccusage runs"
-              " after it on the same file, so it sees a changed transcript too.)")  # fmt: skip
+        report(commands, size_mb, scanner, opts.runs)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+SCENARIOS = {
+    "warm": "warm (unchanged)",
+    "append": "one response appended",
+    "cold": "cold (first run)",
+    "first": "first ever (no caches)",
+}
+
+
+def report(commands: list[Command], size_mb: float, scanner: str, runs: int) -> None:
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"\ntranscript: {size_mb:.1f} MB; {runs} interleaved runs per cell after a warm-up;"
+          f" median ms, whole process; {os.cpu_count()} CPUs, load average {load}; "
+          f"python {sys.version.split()[0]}, cachediag with the {scanner}\n")  # fmt: skip
+    for figure, pick in (("wall", lambda c: c.wall), ("CPU", lambda c: c.cpu)):
+        print(f"| command ({figure} ms) | " + " | ".join(SCENARIOS.values()) + " |")
+        print("|---|" + "---:|" * len(SCENARIOS))
+        for cmd in commands:
+            cells = " | ".join(f"{_median(pick(cmd)[s]):.0f}" for s in SCENARIOS)
+            print(f"| {cmd.name} | {cells} |")
+        print()
+    peer = next(c for c in commands if c.name == "ccusage statusline")
+    for cmd in (c for c in commands if c.ours):
+        for figure, pick in (("wall", lambda c: c.wall), ("CPU", lambda c: c.cpu)):
+            ratios = []
+            for s in SCENARIOS:
+                # Paired: run i of each command ran next to the other's run i.
+                pairs = [a / b for a, b in zip(pick(cmd)[s], pick(peer)[s], strict=True)]
+                ratios.append(f"{s} {_median(pairs):.2f}x")
+            print(f"{cmd.name} / ccusage statusline, {figure}, median of paired ratios: "
+                  + ", ".join(ratios))  # fmt: skip
+        if cmd.partial:
+            print(f"  note: {cmd.partial} runs of {cmd.name} printed partial (time budget)")
+    print("\n(append: a new response is appended before each cachediag run; ccusage runs"
+          " after it on the same file, so it sees a changed transcript too.)")  # fmt: skip
 
 
 if __name__ == "__main__":

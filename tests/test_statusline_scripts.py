@@ -88,3 +88,37 @@ def test_cachediag_script_without_its_partner_still_prints(tmp_path: Path) -> No
         env={**os.environ, "CACHEDIAG": "false"},
     )
     assert (result.returncode, result.stdout) == (0, b"cache ?\n")
+
+
+def test_cachediag_script_names_the_tools_from_the_captures(tmp_path: Path) -> None:
+    """Issue 12 through the jq scripts: the names ``--json`` adds, the first of each."""
+    env = {
+        "CACHEDIAG": f"{sys.executable} -m cachediag",
+        "PYTHONPATH": str(ROOT),
+        "XDG_CACHE_HOME": str(tmp_path),
+        "XDG_STATE_HOME": str(ROOT / "fixtures" / "proxy" / "state"),
+    }
+    stdin = (ROOT / "fixtures" / "proxy" / "statusline.json").read_bytes()
+    result = subprocess.run(
+        ["bash", str(SCRIPTS / "cachediag-json.sh")],
+        input=stdin,
+        capture_output=True,
+        env={**os.environ, **env},
+        cwd=ROOT,  # the fixture's transcript_path is relative to the repository
+        timeout=60,
+    )
+    assert result.stdout.decode() == (
+        "cache 34% · cold · 2 misses ($0.17) · last: tools_changed "
+        "(+3: mcp__github__create_issue, …)\n"
+    )
+
+
+def test_prompt_cache_script_sanitises_names() -> None:
+    cause = {"causes": ["tools_changed\x1b[2J"], "tools_added": 1, "tools_removed": 1}
+    names = {"tools_added_names": ["mcp__a\x1b]0;t\x07"], "tools_removed_names": ["b\u202e"]}
+    stdin = {"prompt_cache": {"hit_ratio": 0.5, "last_miss_cause": cause},
+             "cachediag": {"last_miss_cause": names}}  # fmt: skip
+    result = run_script("prompt-cache.sh", json.dumps(stdin).encode())
+    assert result.stdout.decode() == (
+        "cache 50% · last: tools_changed?[2J (+1: mcp__a?]0;t?; -1: b?)\n"
+    )

@@ -25,6 +25,12 @@ def clock: floor | if . >= 3600 then "\(. / 3600 | floor):\(. % 3600 / 60 | floo
 def usd: if . >= 0.01 or . == 0 then "$" + ((. * 100 | round) / 100 | tostring
            | if test("\\.") then (if test("\\.[0-9]$") then . + "0" else . end) else . + ".00" end)
          else "<$0.01" end;
+def safe: gsub("[\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]"; "?");
+def cut($n): if length > $n then .[0:$n - 1] + "…" else . end;
+def named($sign; $names; $n):
+  if $n > 0 and ($names | type) == "array" and ($names | length) == $n
+  then "\($sign)\($n | floor): \($names[0] | tostring | safe | cut(40))\(if $n > 1 then ", …" else "" end)"
+  else null end;
 def plural($word): floor as $n | "\($n) \($word)\(if $n == 1 then "" elif $word == "miss" then "es" else "s" end)";
 def segments($pc; $cd):
   ($pc.hit_ratio | num) as $ratio
@@ -44,15 +50,19 @@ def segments($pc; $cd):
     (if $misses == null or $misses < 0 then empty
      else ($misses | plural("miss")) + (if $cost != null and $misses > 0 then " (\($cost | usd))" else "" end) end),
     (if $cause == null then empty
-     else ($cause.causes | if type == "array" then [.[] | strings | select(length > 0)][:3] else [] end) as $names
+     else ($cause.causes | if type == "array" then [.[] | strings | select(length > 0) | safe | cut(40)][:3] else [] end) as $names
      | ($cause.tools_added | num) as $added
      | ($cause.tools_removed | num) as $removed
      | ($cause.system_char_delta | num) as $delta
+     | ($cd.last_miss_cause | obj) as $which
+     | ([named("+"; $which.tools_added_names; $added // 0), named("-"; $which.tools_removed_names; $removed // 0)]) as $byname
      | ([(if ($added // 0) > 0 then "+\($added | floor)" else empty end),
          (if ($removed // 0) > 0 then "-\($removed | floor)" else empty end)] | join("/")) as $tools
-     | ([(if $tools != "" then "\($tools) tools" else empty end),
+     | ($tools != "" and ($byname | map(select(. != null)) | length) == ([$added, $removed] | map(select((. // 0) > 0)) | length)) as $withnames
+     | ([(if $withnames then $byname[] | strings
+          elif $tools != "" then "\($tools) tools" else empty end),
          (if ($delta // 0) != 0 then "system \(if $delta > 0 then "+" else "" end)\($delta | floor) chars" else empty end)]
-        | join(", ")) as $detail
+        | join(if $withnames then "; " else ", " end)) as $detail
      | if ($names | length) == 0 then empty
        else "last: \($names | join("+"))\(if $detail != "" then " (\($detail))" else "" end)" end
      end),
