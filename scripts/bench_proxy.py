@@ -1,6 +1,6 @@
 """Time what ``cachediag proxy`` adds to a request, against the same request sent direct.
 
-Three processes besides the proxies, none of them the proxy: a fake Anthropic API on
+Two processes besides the proxies: a fake Anthropic API on
 127.0.0.1 (its own process) that answers every ``POST /v1/messages`` with a server-sent
 event stream (``message_start``, ``--events`` text deltas ``--gap-ms`` apart,
 ``message_delta``, ``message_stop``), and the load client (this process). Both speak
@@ -13,9 +13,9 @@ prompt and a tool list: ``--tokens``) on kept-alive connections either straight 
 upstream or through the installed ``cachediag proxy`` (its own venv, started as users
 start it): once with ``--no-record`` (the relay alone) and once recording to a scratch
 folder. Batches of 1 and of 16 concurrent streams; the three paths take turns within each
-round, each first, second and last equally often. After a batch through the recording
-proxy the client waits until every record of it is written, so fingerprinting never spills
-into the next path's batch. Per request: time to the first SSE event and to the end of the
+round, in every order in turn. After a batch through the recording proxy the client waits
+until every record of it is written, so fingerprinting never spills into the next path's
+batch. Per request: time to the first SSE event and to the end of the
 answer; reported are p50 and p99 of each path, what the proxy adds (path minus direct),
 the CPU time each process spent per request (from /proc), the load average around each
 phase, and, separately, what fingerprinting and appending one such record costs.
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import resource
@@ -112,6 +113,8 @@ def sse_answer(n: int, events: int) -> list[bytes]:
 
 LAST_EVENT = b"event: message_stop\n"
 MIN_ROUNDS = 40
+ORDERS = 6
+"""The orders three paths can take in a round."""
 """A round's requests share one burst, so rounds, not requests, are the independent
 samples: at least this many of them whatever ``--samples`` says."""
 
@@ -301,9 +304,12 @@ async def run_rounds(
     results = {t.name: Samples() for t in targets}
     for target in targets:  # open and warm every path's connections
         await batch(target, body, concurrency, upstream_pid, None)
+    orders = list(itertools.permutations(targets))
     for r in range(rounds):
-        # Each path goes first, second and last equally often.
-        for target in targets[r % 3 :] + targets[: r % 3]:
+        # Every order in turn: each path goes first, second and last equally often, and
+        # comes right after each other path equally often (a rotation alone would always
+        # put the same path after the direct one, and after the wait for records).
+        for target in orders[r % len(orders)]:
             await batch(target, body, concurrency, upstream_pid, results[target.name])
     for target in targets:
         for _, writer in target.conns:
@@ -441,6 +447,7 @@ def main(argv: list[str] | None = None) -> int:
                 ]
                 targets[2].sent = records_in(log_dir)
                 rounds = max(MIN_ROUNDS, args.samples // concurrency)
+                rounds = -(-rounds // ORDERS) * ORDERS  # whole cycles of the orders
                 load_before = os.getloadavg()[0]
                 results = asyncio.run(run_rounds(targets, body, rounds, concurrency, procs[0].pid))
                 report(concurrency, results, (load_before, os.getloadavg()[0]))
