@@ -51,13 +51,15 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def statements(sql: str) -> list[str]:
-    """The printed statements, comments dropped (each ends with ``;``)."""
+def statements(sql: str) -> list[tuple[str, str]]:
+    """The printed statements (each ends with ``;``), each with the comment above it."""
     out = []
     for chunk in sql.split(";\n"):
-        body = "\n".join(line for line in chunk.splitlines() if not line.startswith("--"))
+        lines = chunk.splitlines()
+        body = "\n".join(line for line in lines if not line.startswith("--"))
+        titles = [line[3:] for line in lines if line.startswith("-- ")]
         if body.strip():
-            out.append(body.strip().rstrip(";"))
+            out.append((titles[-1] if titles else "", body.strip().rstrip(";")))
     return out
 
 
@@ -67,27 +69,45 @@ def check_against_json(
     common = ["--by", by, "--top", "5", "--timezone", "UTC"]
     result = run("audit", "--sql", "--sql-dialect", dialect, *common)
     assert result.exit_code == 0, result.output
-    groups, totals, whatif, top, sessions = (query(s) for s in statements(result.stdout))
+    # Every statement runs, in order; the first ones build audit_parts and return nothing.
+    answers = [(title, query(body)) for title, body in statements(result.stdout)]
+
+    def answer(title: str) -> list[dict[str, Any]]:
+        [rows] = [rows for t, rows in answers if t.startswith(title)]
+        return rows
+
     report = audit_json(*common, str(dataset))
 
     def rounded(row: dict[str, Any], fields: list[str]) -> dict[str, Any]:
         return {f: round(row[f], 6) if isinstance(row[f], float) else row[f] for f in fields}
 
+    groups = answer("groups (")
     assert_same([rounded(g, GROUP_FIELDS) for g in groups], report["groups"], "groups")
-    assert_same(rounded(totals[0], GROUP_FIELDS), report["totals"], "totals")
-    policies = [rounded(p, list(report["whatif"]["policies"][0])) for p in whatif]
+    assert_same(rounded(answer("totals")[0], GROUP_FIELDS), report["totals"], "totals")
+    policies = [rounded(p, list(report["whatif"]["policies"][0])) for p in answer("what-if")]
     order = [p["policy"] for p in report["whatif"]["policies"]]
     assert_same(
         sorted(policies, key=lambda p: order.index(p["policy"])), report["whatif"]["policies"]
     )
     misses = [
         {**rounded(m, list(m)), "causes": m["causes"].split("+"), "gap_s": round(m["gap_s"], 3)}
-        for m in top
+        for m in answer("the 5 most expensive misses")
     ]
     assert_same(misses, report["top_misses"], "top_misses")
+    sessions = answer("sessions (whatif_by_session)")
     assert [s["session_id"] for s in sessions] == [
         s["session_id"] for s in report["whatif_by_session"]
     ]
+    [count] = answer("sessions in all")
+    assert_same(
+        count,
+        {k: report[k] for k in ("sessions", "first_at", "last_at", "skipped_lines")},
+        "sessions in all",
+    )
+    models = [m["model"] for m in answer("models without a price")]
+    assert models == report["unpriced_models"]
+    sources = [s["pricing_source"] for s in answer("price sources")]
+    assert ", ".join(sources) == report["pricing_source"]
 
 
 @pytest.mark.parametrize("by", BY)
@@ -159,7 +179,7 @@ def test_spark_sql_gives_the_same_totals_and_breakdowns(dataset: Path, tmp_path:
         )
         assert result.exit_code == 0, result.output
         path = tmp_path / f"{by}.json"
-        path.write_text(json.dumps(statements(result.stdout)))
+        path.write_text(json.dumps([body for _, body in statements(result.stdout)]))
         files.append(path)
     runner = tmp_path / "spark_runner.py"
     runner.write_text(SPARK_RUNNER)

@@ -256,6 +256,21 @@ class SessionLine:
     whatif: WhatIf
 
 
+@dataclass(slots=True, frozen=True)
+class SessionSpan:
+    """How many sessions an audit covers, and from when to when."""
+
+    sessions: int = 0
+    first_at: float | None = None
+    last_at: float | None = None
+
+
+def session_span(sessions: list[SessionLine]) -> SessionSpan:
+    firsts = [s.first_at for s in sessions if s.first_at is not None]
+    lasts = [s.last_at for s in sessions if s.last_at is not None]
+    return SessionSpan(len(sessions), min(firsts, default=None), max(lasts, default=None))
+
+
 @dataclass(slots=True)
 class Audit:
     """The running result of an audit; ``add`` one session at a time, in any order."""
@@ -272,6 +287,12 @@ class Audit:
     skipped_lines: int = 0
     empty_sessions: int = 0
     """Sessions read with no request in the audited range (not in ``sessions``)."""
+    span: SessionSpan | None = None
+    """Set where ``sessions`` is left empty because the output lists none (an audit of a
+    dataset of 100,000 sessions shown as tables): what ``sessions`` would have said."""
+
+    def session_span(self) -> SessionSpan:
+        return self.span if self.span is not None else session_span(self.sessions)
 
     def add(self, s: SessionAudit) -> None:
         # Counted as analyze counts them, whether or not the session has requests here.

@@ -56,6 +56,9 @@ class Policy(StrEnum):
     EVIDENCE = "evidence"
 
 
+_POLICIES = tuple(Policy)
+"""In their order (iterating over the enum itself is slow, and an audit asks per session)."""
+
 ADVICE: dict[Policy, str] = {
     Policy.AS_HAPPENED: "keep what you have",
     Policy.TTL_5M: "use the 5-minute TTL everywhere",
@@ -99,7 +102,8 @@ class WhatIf:
     def best(self) -> Policy:
         """The cheapest policy; what happened wins unless another saves over 1%."""
         actual = self.results[Policy.AS_HAPPENED].cost_usd
-        cheapest = min(Policy, key=lambda p: (self.results[p].cost_usd, list(Policy).index(p)))
+        # Ties go to the earlier policy: min keeps the first of equal keys.
+        cheapest = min(_POLICIES, key=lambda p: self.results[p].cost_usd)
         if actual - self.results[cheapest].cost_usd <= SAME_COST_SHARE * actual:
             return Policy.AS_HAPPENED
         return cheapest

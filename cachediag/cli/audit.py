@@ -278,7 +278,8 @@ def audit(
         if as_sql:
             click.echo(dataset_sql(GroupBy(by), options, sql_dialect), nl=False)
             return
-        run = dataset_audit(list(paths), GroupBy(by), options)
+        # Only --json lists every session (whatif_by_session); tables and CSV count them.
+        run = dataset_audit(list(paths), GroupBy(by), options, session_lines=as_json)
     elif by in ("host", "user"):
         raise click.UsageError(f"--by {by} needs a dataset (cachediag export)")
     else:

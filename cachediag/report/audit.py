@@ -186,17 +186,16 @@ def build_report(
     until: str | None = None,
     unreadable_files: int = 0,
 ) -> AuditReport:
-    firsts = [s.first_at for s in audit.sessions if s.first_at is not None]
-    lasts = [s.last_at for s in audit.sessions if s.last_at is not None]
+    span = audit.session_span()
     return AuditReport(
         schema_version=SCHEMA_VERSION,
         pricing_source=pricing_source,
         by=by.value,
         since=since,
         until=until,
-        sessions=len(audit.sessions),
-        first_at=min(firsts) if firsts else None,
-        last_at=max(lasts) if lasts else None,
+        sessions=span.sessions,
+        first_at=span.first_at,
+        last_at=span.last_at,
         totals=group_row("total", audit.totals),
         groups=[group_row(k, t) for k, t in audit.rows(by)],
         top_misses=[_miss_out(m) for m in audit.top_misses],
