@@ -4,19 +4,29 @@ The dataset is built from the shared corpus's own ledger: the corpus is exported
 (``cachediag export``), then its rows are copied with new ids (request key, message and
 request ids, session and source names get a copy number; each copy goes to one of the
 hosts, round robin) by DuckDB into ``day=.../host=.../part-*.parquet``, like hundreds of
-laptops exporting into one folder. Then, interleaved, each command runs ``--runs`` times:
+laptops exporting into one folder. Then, interleaved (the order reversed every other
+round), each command runs ``--runs`` times:
 
 - ``cachediag audit DIR --by cause`` and ``--by host`` (tables, as people read them) and
   the same with ``--json`` (machines; every session's what-if included), cachediag
-  installed with its ``fleet`` extra in a venv of its own (what users run);
+  installed with its ``fleet`` extra in a venv of its own (what users run; ``--install
+  none`` runs this checkout instead);
 - the named peer: the bare DuckDB query that sums the same groups over the same files
-  (one ``GROUP BY``, no cachediag), the floor any tool on DuckDB stands on.
+  (one ``GROUP BY``, no cachediag), in the same venv: the floor any tool on DuckDB
+  stands on. Its groups' requests and dollars are checked against ``--json``'s, so both
+  did the same work.
 
-Reported: median wall time and peak resident memory of the process tree (sampled from
-/proc every 20 ms), and the ratio to the peer. Targets (issue 18): under 10 s and 1 GB
-on a 2-core machine.
+Reported: median wall time, CPU seconds (user + system, load-independent) and peak
+resident memory of the process tree (sampled from /proc every 20 ms), the ratio of wall
+times to the peer, and the 1-minute load average before each run (the machine may be
+shared: its range is printed with the figures). Targets (issue 18): under 10 s and
+1 GB on a 2-core machine.
 
-    python scripts/bench_dataset.py [--requests 10000000] [--hosts 500] [--runs 3] [--keep DIR]
+    python scripts/bench_dataset.py [--requests 10000000] [--hosts 500] [--runs 3]
+                                    [--keep DIR] [--corpus DIR] [--install venv|none]
+
+``--keep DIR`` builds the dataset in DIR and keeps it; a DIR that has one is reused
+(building 10 million requests takes a few minutes).
 """
 
 from __future__ import annotations
@@ -24,7 +34,9 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import math
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -32,6 +44,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
@@ -48,9 +61,22 @@ def _load(name: str) -> ModuleType:
     return module
 
 
-def measure(argv: list[str], env: dict[str, str]) -> tuple[float, float, bytes]:
-    """(wall seconds, peak tree RSS in MB, stdout) of one run."""
+@dataclass(slots=True)
+class Runs:
+    wall_s: list[float] = field(default_factory=list)
+    cpu_s: list[float] = field(default_factory=list)
+    peak_mb: list[float] = field(default_factory=list)
+
+
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def measure(argv: list[str], env: dict[str, str], runs: Runs) -> bytes:
+    """One run of ``argv``, added to ``runs``; returns its stdout."""
     rss_kib = _load("bench_audit").tree_rss_kb  # the process tree's RSS, as bench_audit sums it
+    cpu = _children_cpu_s()
     start = time.perf_counter()
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     peak = 0
@@ -72,13 +98,15 @@ def measure(argv: list[str], env: dict[str, str]) -> tuple[float, float, bytes]:
     for t in threads:
         t.start()
     proc.wait()
-    elapsed = time.perf_counter() - start
+    runs.wall_s.append(time.perf_counter() - start)
+    runs.cpu_s.append(_children_cpu_s() - cpu)
     done.set()
     for t in threads:
         t.join()
+    runs.peak_mb.append(peak / 1024)
     if proc.returncode != 0:
         raise SystemExit(f"{argv[:3]} failed: {out['stderr'][-2000:]!r}")
-    return elapsed, peak / 1024, out["stdout"]
+    return out["stdout"]
 
 
 def build_dataset(
@@ -128,7 +156,7 @@ def build_dataset(
 
 
 PEER = """
-import sys, duckdb
+import json, sys, duckdb
 by = {"cause": "cause_key", "host": "CAST(host AS VARCHAR)"}[sys.argv[2]]
 rows = duckdb.connect().execute(f'''
   SELECT {by} AS key, count(*), sum(input_tokens), sum(cache_read_tokens),
@@ -136,8 +164,21 @@ rows = duckdb.connect().execute(f'''
          sum(CASE WHEN outcome = 'miss' THEN miss_cost_usd END)
   FROM read_parquet('{sys.argv[1]}/**/*.parquet', hive_partitioning = true)
   GROUP BY 1 ORDER BY 7 DESC''').fetchall()
-print(len(rows))
+print(json.dumps({r[0]: [r[1], r[6]] for r in rows}))
 """
+
+
+def check_same_work(name: str, ours: bytes, peer: bytes) -> None:
+    """The peer's groups (requests, dollars) are those of ``--json``: the same sums."""
+    theirs = json.loads(peer)
+    groups = {g["key"]: [g["requests"], g["cost_usd"]] for g in json.loads(ours)["groups"]}
+    same = groups.keys() == theirs.keys() and all(
+        groups[k][0] == theirs[k][0]
+        and math.isclose(groups[k][1], theirs[k][1], rel_tol=1e-9, abs_tol=1e-4)
+        for k in groups
+    )
+    if not same:
+        raise SystemExit(f"{name}: the peer's groups differ from cachediag's: {theirs}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -147,17 +188,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--keep", type=Path, help="build (or reuse) the dataset here")
     parser.add_argument("--corpus", type=Path, default=CORPUS)
+    bench = _load("bench_analyze")
+    bench.add_install_option(parser)
     args = parser.parse_args(argv)
     if not (args.corpus / "claude-code").is_dir():
-        raise SystemExit(f"{args.corpus}: the shared corpus is needed to build the dataset")
-    bench = _load("bench_analyze")
-    cachediag, env = bench.install_in_venv(REPO)
-    python = str(Path(cachediag[0]).with_name("python"))
-    subprocess.run(
-        [python, "-m", "pip", "install", "-q", "duckdb>=1.1", "pyarrow>=15"],
-        check=True,
-        stderr=subprocess.DEVNULL,
-    )
+        raise SystemExit(f"{args.corpus}: the shared corpus is needed (--corpus DIR)")
+    cachediag, env = bench.installed(args.install, "[fleet]")
+    # The peer runs in the same interpreter as cachediag, with the same DuckDB.
+    python = str(Path(cachediag[0]).with_name("python")) if args.install == "venv" else cachediag[0]
     scratch = args.keep or Path(tempfile.mkdtemp(prefix="cachediag-bench-dataset-"))
     dataset = scratch / "dataset"
     if args.keep is None or not (dataset / "_schema.json").is_file():
@@ -166,42 +204,46 @@ def main(argv: list[str] | None = None) -> int:
         print(f"built {count:,} requests in {time.perf_counter() - start:.0f} s")
     files = sum(1 for _ in dataset.rglob("*.parquet"))
     size = sum(p.stat().st_size for p in dataset.rglob("*.parquet")) / 1e6
-    print(f"dataset: {dataset} ({files:,} files, {size:,.0f} MB, {args.hosts} hosts)")
+    hosts = sum(1 for _ in dataset.glob("day=*/host=*"))
+    print(f"dataset: {dataset} ({files:,} files, {size:,.0f} MB, {hosts:,} day/host folders)")
     peer_script = scratch / "peer.py"
     peer_script.write_text(PEER)
     commands: dict[str, list[str]] = {}
     for by in ("cause", "host"):
-        commands[f"cachediag audit DIR --by {by}"] = [*cachediag, "audit", str(dataset), "--by", by]
-        commands[f"cachediag audit DIR --by {by} --json"] = [
-            *cachediag,
-            "audit",
-            str(dataset),
-            "--by",
-            by,
-            "--json",
-        ]
+        audit = [*cachediag, "audit", str(dataset), "--by", by]
+        commands[f"cachediag audit DIR --by {by}"] = audit
+        commands[f"cachediag audit DIR --by {by} --json"] = [*audit, "--json"]
         commands[f"duckdb GROUP BY {by} (peer)"] = [python, str(peer_script), str(dataset), by]
     env = {**env, "COLUMNS": "100", "NO_COLOR": "1"}
-    times: dict[str, list[float]] = {name: [] for name in commands}
-    peaks: dict[str, list[float]] = {name: [] for name in commands}
-    for run in range(args.runs):
-        order = list(commands) if run % 2 == 0 else list(reversed(commands))
+    runs = {name: Runs() for name in commands}
+    loads: list[float] = []
+    for round_ in range(args.runs):
+        order = list(commands) if round_ % 2 == 0 else list(reversed(commands))
+        outs: dict[str, bytes] = {}
         for name in order:
-            seconds, peak, out = measure(commands[name], env)
-            times[name].append(seconds)
-            peaks[name].append(peak)
-            if name.endswith("--json") and run == 0:
-                doc = json.loads(out)
-                print(
-                    f"{name}: {doc['totals']['requests']:,} requests, {doc['sessions']:,} sessions"
-                )
-    print(f"\nload average before: {os.getloadavg()[0]:.1f}; median of {args.runs} runs")
-    print(f"{'command':44} {'wall':>8} {'peak RSS':>10} {'vs peer':>8}")
-    for name in commands:
+            loads.append(os.getloadavg()[0])
+            outs[name] = measure(commands[name], env, runs[name])
+        for by in ("cause", "host"):
+            json_name = f"cachediag audit DIR --by {by} --json"
+            check_same_work(json_name, outs[json_name], outs[f"duckdb GROUP BY {by} (peer)"])
+            if round_ == 0:
+                doc = json.loads(outs[json_name])
+                totals, sessions = doc["totals"]["requests"], doc["sessions"]
+                print(f"{json_name}: {totals:,} requests, {sessions:,} sessions")
+    print(
+        f"\n{os.cpu_count()} cores; 1-minute load average before the runs: "
+        f"{min(loads):.1f} to {max(loads):.1f} (median {statistics.median(loads):.1f}); "
+        f"median of {args.runs} interleaved runs"
+    )
+    print(f"{'command':40} {'wall':>8} {'CPU':>8} {'peak RSS':>9} {'vs peer':>8}")
+    for name, r in runs.items():
         by = "cause" if "cause" in name else "host"
-        peer = statistics.median(times[f"duckdb GROUP BY {by} (peer)"])
-        wall = statistics.median(times[name])
-        print(f"{name:44} {wall:7.2f}s {statistics.median(peaks[name]):8.0f}MB {wall / peer:7.2f}x")
+        peer = statistics.median(runs[f"duckdb GROUP BY {by} (peer)"].wall_s)
+        wall = statistics.median(r.wall_s)
+        print(
+            f"{name:40} {wall:7.2f}s {statistics.median(r.cpu_s):7.2f}s "
+            f"{statistics.median(r.peak_mb):7.0f}MB {wall / peer:7.2f}x"
+        )
     if args.keep is None:
         shutil.rmtree(scratch)
     return 0

@@ -157,7 +157,7 @@ def _request_sums(d: Dialect) -> list[str]:
 
 def _typed(name: str, sql: str) -> str:
     """Counts as BIGINT: DuckDB sums integers into 128 bits, slow to hand to Python."""
-    return sql if name in _DOLLARS else f"CAST({sql} AS BIGINT)"
+    return sql if name in _DOLLARS or sql == "COUNT(*)" else f"CAST({sql} AS BIGINT)"
 
 
 def _part_sums(names: tuple[str, ...], d: Dialect) -> list[str]:
