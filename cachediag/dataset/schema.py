@@ -28,101 +28,92 @@ class Column:
     description: str
 
 
-def _whatif_columns() -> list[Column]:
-    out: list[Column] = []
-    for p in POLICIES:
-        out += [
-            Column(
-                f"whatif_{p}_cost_usd",
-                "double",
-                False,
-                f"what this request (and its keep-alives) would have cost under policy {p}; "
-                "0 when unpriced",
-            ),
-            Column(f"whatif_{p}_misses", "int32", False, f"1 when a miss under policy {p}"),
-            Column(
-                f"whatif_{p}_unpriced",
-                "int32",
-                False,
-                f"requests of this row (keep-alives included) without a price under {p}",
-            ),
-        ]
-    out.append(
-        Column(
-            "whatif_keep_alive_requests",
-            "int32",
-            False,
-            "keep-alive requests the keep_alive policy sends in the pause before it",
-        )
-    )
-    return out
+_NAME, _TYPE = 28, 52
+"""Where the type and the description begin on a line of the tables below."""
+
+
+def _table(text: str, **fill: str) -> list[Column]:
+    """Columns from a table of fixed-width fields: name, Arrow type (``?``: nullable) and
+    description, which goes on over the next lines that leave name and type blank;
+    ``{key}`` in a name or description is filled from ``fill``."""
+    rows: list[list[str]] = []
+    for line in text.strip("\n").splitlines():
+        name, type_, words = line[:_NAME].strip(), line[_NAME:_TYPE].strip(), line[_TYPE:]
+        if name:
+            rows.append([name, type_, words.strip()])
+        else:
+            rows[-1][2] += " " + words.strip()
+    return [
+        Column(name.format(**fill), t.removesuffix("?"), t.endswith("?"), words.format(**fill))
+        for name, t, words in rows
+    ]
+
+
+# One line a column (and its description's continuation): name, Arrow type, meaning.
+_REQUEST = """
+request_key                 string                  unique id of the request: message id and request
+                                                    id, else session, stream, index and time;
+                                                    re-exports skip keys already present
+message_id                  string?                 API message id
+request_id                  string?                 API request id
+session_id                  string                  Claude Code session (or log) id
+project                     string?                 project folder name
+source                      string                  the file it was read from
+source_format               string                  claude-code, claude-code-otel, api-capture, ...
+stream_id                   string                  main, or one id per subagent / compaction
+stream_kind                 string                  main, subagent, compaction, sidechain, side_call
+request_index               int32                   position of the request in its stream
+at                          timestamp[us, tz=UTC]   when the response arrived
+at_s                        double                  the same, Unix epoch seconds (exact)
+gap_s                       double?                 seconds since the previous request of the stream
+model                       string?                 model id
+input_tokens                int64                   uncached input tokens
+cache_read_tokens           int64                   tokens read from the cache
+cache_creation_tokens       int64                   tokens written to the cache
+cache_creation_5m_tokens    int64?                  5-minute writes, when the log splits
+cache_creation_1h_tokens    int64?                  1-hour writes, when the log splits
+output_tokens               int64                   output tokens
+ttl                         string                  TTL of the entry this request left: 5m or 1h
+ttl_assumed                 bool                    the log could not tell the TTL (OpenTelemetry
+                                                    without bodies): the default was used
+outcome                     string                  cold, uncached, hit, miss, expected
+causes                      list<item: string>      causes of a miss (empty otherwise)
+cause_key                   string                  audit's --by cause key: causes joined by +,
+                                                    expected_rebuild or no_miss
+gap_key                     string                  audit's --by gap key: the idle-gap bucket, with
+                                                    the TTL in force when it was 1h
+cause_source                string?                 server, capture or inferred (misses only)
+announced                   string?                 compaction, microcompaction, context_edit
+reprocessed_tokens          int64                   tokens a miss or rebuild processed again
+cost_usd                    double?                 what the request cost; null when its model is
+                                                    unpriced
+miss_cost_usd               double?                 what a miss or rebuild paid beyond a hit (0 for
+                                                    others); null when unpriced
+pricing_source              string                  price source and version used at export
+"""
+_WHATIF = """
+whatif_{p}_cost_usd         double                  what this request (and its keep-alives) would
+                                                    have cost under policy {p}; 0 when unpriced
+whatif_{p}_misses           int32                   1 when a miss under policy {p}
+whatif_{p}_unpriced         int32                   requests of this row (keep-alives included)
+                                                    without a price under {p}
+"""
+"""Three columns a policy ``{p}``."""
+_AFTER_WHATIF = """
+whatif_keep_alive_requests  int32                   keep-alive requests the keep_alive policy sends
+                                                    in the pause before it
+session_skipped_lines       int32                   lines skipped in this request's session
+user                        string?                 user label (--label user=...)
+labels                      map<string, string>     every --label key=value of the export
+exported_at                 timestamp[us, tz=UTC]   when the row was written
+cachediag_version           string                  version that wrote the row
+"""
 
 
 COLUMNS: tuple[Column, ...] = (
-    Column(
-        "request_key",
-        "string",
-        False,
-        "unique id of the request: message id and request id, else session, stream, "
-        "index and time; re-exports skip keys already present",
-    ),
-    Column("message_id", "string", True, "API message id"),
-    Column("request_id", "string", True, "API request id"),
-    Column("session_id", "string", False, "Claude Code session (or log) id"),
-    Column("project", "string", True, "project folder name"),
-    Column("source", "string", False, "the file it was read from"),
-    Column("source_format", "string", False, "claude-code, claude-code-otel, api-capture, ..."),
-    Column("stream_id", "string", False, "main, or one id per subagent / compaction"),
-    Column("stream_kind", "string", False, "main, subagent, compaction, sidechain, side_call"),
-    Column("request_index", "int32", False, "position of the request in its stream"),
-    Column("at", "timestamp[us, tz=UTC]", False, "when the response arrived"),
-    Column("at_s", "double", False, "the same, Unix epoch seconds (exact)"),
-    Column("gap_s", "double", True, "seconds since the previous request of the stream"),
-    Column("model", "string", True, "model id"),
-    Column("input_tokens", "int64", False, "uncached input tokens"),
-    Column("cache_read_tokens", "int64", False, "tokens read from the cache"),
-    Column("cache_creation_tokens", "int64", False, "tokens written to the cache"),
-    Column("cache_creation_5m_tokens", "int64", True, "5-minute writes, when the log splits"),
-    Column("cache_creation_1h_tokens", "int64", True, "1-hour writes, when the log splits"),
-    Column("output_tokens", "int64", False, "output tokens"),
-    Column("ttl", "string", False, "TTL of the entry this request left: 5m or 1h"),
-    Column(
-        "ttl_assumed",
-        "bool",
-        False,
-        "the log could not tell the TTL (OpenTelemetry without bodies): the default was used",
-    ),
-    Column("outcome", "string", False, "cold, uncached, hit, miss, expected"),
-    Column("causes", "list<item: string>", False, "causes of a miss (empty otherwise)"),
-    Column(
-        "cause_key",
-        "string",
-        False,
-        "audit's --by cause key: causes joined by +, expected_rebuild or no_miss",
-    ),
-    Column(
-        "gap_key",
-        "string",
-        False,
-        "audit's --by gap key: the idle-gap bucket, with the TTL in force when it was 1h",
-    ),
-    Column("cause_source", "string", True, "server, capture or inferred (misses only)"),
-    Column("announced", "string", True, "compaction, microcompaction, context_edit"),
-    Column("reprocessed_tokens", "int64", False, "tokens a miss or rebuild processed again"),
-    Column("cost_usd", "double", True, "what the request cost; null when its model is unpriced"),
-    Column(
-        "miss_cost_usd",
-        "double",
-        True,
-        "what a miss or rebuild paid beyond a hit (0 for others); null when unpriced",
-    ),
-    Column("pricing_source", "string", False, "price source and version used at export"),
-    *_whatif_columns(),
-    Column("session_skipped_lines", "int32", False, "lines skipped in this request's session"),
-    Column("user", "string", True, "user label (--label user=...)"),
-    Column("labels", "map<string, string>", False, "every --label key=value of the export"),
-    Column("exported_at", "timestamp[us, tz=UTC]", False, "when the row was written"),
-    Column("cachediag_version", "string", False, "version that wrote the row"),
+    *_table(_REQUEST),
+    *(c for p in POLICIES for c in _table(_WHATIF, p=p)),
+    *_table(_AFTER_WHATIF),
 )
 
 NAMES = tuple(c.name for c in COLUMNS)
@@ -135,7 +126,12 @@ def schema_document() -> dict[str, Any]:
         "format": "cachediag request ledger",
         "partitioning": {"style": "hive", "columns": list(PARTITIONS)},
         "columns": [
-            {"name": c.name, "type": c.type, "nullable": c.nullable, "description": c.description}
+            {
+                "name": c.name,
+                "type": c.type,
+                "nullable": c.nullable,
+                "description": c.description,
+            }
             for c in COLUMNS
         ]
         + [
