@@ -203,18 +203,33 @@ def test_keep_alive_ping_count(idle: float, pings: int) -> None:
 
 
 # Pauses around every threshold the replay looks at: the keep-alive interval, both TTLs,
-# the keep-alive's hour; and unpriced requests, 1h writes, cold rebuilds.
+# the keep-alive's hour; and unpriced requests, 1h writes, cold rebuilds. Prices that no
+# float holds exactly and token counts of any size, so that a sum added in another order
+# shows in the last bits; a long-context tier, so that the tier of each request counts.
 _GAPS = st.sampled_from(
     [0.0, 5.0, 200.0, 270.0, 271.0, 299.0, 301.0, 600.0, 3599.0, 3601.0, 9000.0]
 )
 _REQUEST = st.tuples(
     _GAPS,
-    st.integers(0, 200).map(lambda n: n * 1000),
-    st.integers(0, 60).map(lambda n: n * 1000),
+    st.integers(0, 250_000),
+    st.integers(0, 80_000),
     st.sampled_from(["5m", "1h"]),
     st.sampled_from(["m", "m", "m", "unpriced"]),
     st.integers(0, 3000),
 )
+_ODD = ModelPrices(
+    input_mtok=3.3,
+    cache_write_5m_mtok=4.125,
+    cache_write_1h_mtok=6.6,
+    cache_read_mtok=0.33,
+    output_mtok=16.5,
+    long_context_threshold_tokens=200_000,
+    long_context=ModelPrices(6.6, 8.25, 13.2, 0.66, 24.75),
+)
+
+
+def _odd_price_of(record: RequestRecord) -> ModelPrices | None:
+    return None if record.model == "unpriced" else _ODD
 
 
 @settings(max_examples=300, deadline=None)
@@ -235,15 +250,15 @@ def test_one_pass_replay_is_the_per_policy_replay(
                     input_tokens=uncached,
                     cache_read_tokens=read,
                     cache_creation_tokens=write,
-                    output_tokens=100,
+                    output_tokens=137,
                     ttl="1h" if ttl == "1h" else "5m",
                     model=model,
                 )
             )
         built.append(entries(*records))
-    together = replay_streams(built, price_of)
+    together = replay_streams(built, _odd_price_of)
     for policy in Policy:
         expected = PolicyResult(policy)
         for stream_entries in built:
-            expected.add(replay_stream(stream_entries, policy, price_of))
+            expected.add(replay_stream(stream_entries, policy, _odd_price_of))
         assert together.results[policy] == expected

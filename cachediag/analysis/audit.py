@@ -8,9 +8,10 @@ worker processes send back only these summaries.
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 from enum import StrEnum
+from typing import Any
 
 from cachediag.analysis.costs import (
     ModelPrices,
@@ -83,14 +84,40 @@ class SessionAudit:
 CALENDAR = (GroupBy.DAY, GroupBy.WEEK, GroupBy.MONTH)
 
 
-def calendar_keys(at: float, zone: tzinfo = UTC) -> tuple[str, str, str]:
-    """``day_of``, ``week_of`` and ``month_of`` at once (one conversion to ``zone``)."""
-    d = datetime.fromtimestamp(at, zone)
-    if d.year < 1000:  # strftime does not pad such years; keep its spelling
-        return day_of(at, zone), week_of(at, zone), month_of(at, zone)
-    year, week, _ = d.isocalendar()
-    day = f"{d.year:04d}-{d.month:02d}-{d.day:02d}"
-    return day, f"{year}-W{week:02d}", day[:7]
+class Calendar:
+    """``day_of``, ``week_of`` and ``month_of`` of many instants in one zone.
+
+    One conversion per minute: from 1973 on (after the last offset change of the
+    zone database at a moment that is not a whole minute) an instant's local
+    minute decides its day whenever the zone's offset is a whole number of
+    minutes, as every offset in force since then is."""
+
+    __slots__ = ("_memo", "zone")
+
+    def __init__(self, zone: tzinfo = UTC) -> None:
+        self.zone = zone
+        self._memo: dict[int, tuple[str, str, str]] = {}
+
+    def keys(self, at: float) -> tuple[str, str, str]:
+        minute = int(at // 60) if at >= _MEMO_FROM else None
+        if minute is not None:
+            found = self._memo.get(minute)
+            if found is not None:
+                return found
+        d = datetime.fromtimestamp(at, self.zone)
+        if d.year < 1000:  # strftime does not pad such years; keep its spelling
+            return day_of(at, self.zone), week_of(at, self.zone), month_of(at, self.zone)
+        year, week, _ = d.isocalendar()
+        day = f"{d.year:04d}-{d.month:02d}-{d.day:02d}"
+        keys = (day, f"{year}-W{week:02d}", day[:7])
+        offset = d.utcoffset()
+        if minute is not None and offset is not None and offset.total_seconds() % 60 == 0:
+            self._memo[minute] = keys
+        return keys
+
+
+_MEMO_FROM = 94_694_400.0
+"""1973-01-01 UTC."""
 
 
 def day_of(at: float, zone: tzinfo = UTC) -> str:
@@ -124,8 +151,10 @@ def gap_key(gap_s: float | None, ttl_in_force: str) -> str:
     when it was the hour (a 20-minute pause means a miss under 5m, a hit under 1h)."""
     if gap_s is None:
         return FIRST_REQUEST
-    label = next(name for limit, name in GAP_BUCKETS if gap_s < limit)
-    return label if ttl_in_force == "5m" else f"{label} @{ttl_in_force}"
+    for limit, label in GAP_BUCKETS:
+        if gap_s < limit:
+            return label if ttl_in_force == "5m" else f"{label} @{ttl_in_force}"
+    raise ValueError(f"no gap bucket for {gap_s!r}")
 
 
 def _gap_order(key: str) -> tuple[int, int, str]:
@@ -165,8 +194,8 @@ def audit_session(
     log = analysis.log
     out = SessionAudit(log.session_id, log.project, log.source, skipped_lines=len(log.issues))
     price = prices_per_model_day(price_of)
-    rows = Rows()
-    keys: dict[GroupBy, list[str]] = {g: [] for g in _PER_REQUEST}
+    calendar = Calendar(zone)
+    rows: list[tuple[Any, ...]] = []
     misses: list[MissRow] = []
     for stream in analysis.streams:
         kind = stream.log.kind.value
@@ -191,9 +220,10 @@ def audit_session(
             kept.append(e)
             prices.append(p)
             costs.append(cost)
+            outcome = e.outcome
+            miss, expected = outcome is Outcome.MISS, outcome is Outcome.EXPECTED
             cause = cause_key(e)
-            rows.add(e, cost, miss_cost)
-            if e.outcome is Outcome.MISS:
+            if miss:
                 misses.append(
                     MissRow(
                         log.session_id,
@@ -209,29 +239,43 @@ def audit_session(
                         miss_cost,
                     )
                 )
-            day, week, month = calendar_keys(at, zone)
-            keys[GroupBy.DAY].append(day)
-            keys[GroupBy.WEEK].append(week)
-            keys[GroupBy.MONTH].append(month)
-            keys[GroupBy.GAP].append(gap_key(e.gap_s, ttl_in_force))
-            keys[GroupBy.MODEL].append(r.model or "(no model)")
-            keys[GroupBy.CAUSE].append(cause)
-            keys[GroupBy.STREAM_KIND].append(kind)
+            rows.append(
+                (
+                    # The Totals fields (Rows.FIELDS of them), then the keys (_KEYED).
+                    r.input_tokens,
+                    r.cache_read_tokens,
+                    r.cache_creation_tokens,
+                    r.output_tokens,
+                    0.0 if cost is None else cost,
+                    cost is None,
+                    miss,
+                    expected,
+                    e.reprocessed_tokens if miss or expected else 0,
+                    (miss_cost or 0.0) if miss else 0.0,
+                    (miss_cost or 0.0) if expected else 0.0,
+                    *calendar.keys(at),
+                    gap_key(e.gap_s, ttl_in_force),
+                    r.model or "(no model)",
+                    cause,
+                    kind,
+                )
+            )
             out.first_at = at if out.first_at is None else min(out.first_at, at)
             out.last_at = at if out.last_at is None else max(out.last_at, at)
         if kept:
             out.whatif.add_stream(replay_priced(kept, prices, costs))
-    out.totals = rows.totals()
+    table = Rows(rows, Rows.FIELDS + len(_KEYED))
+    out.totals = table.totals()
     out.groups = {g: {} for g in GroupBy if g is not GroupBy.SESSION}
-    if rows.count:
-        out.groups[GroupBy.PROJECT] = {log.project or "(none)": replace(out.totals)}
-        for group, column in keys.items():
-            out.groups[group] = rows.grouped(column, out.totals)
+    if rows:
+        out.groups[GroupBy.PROJECT] = {log.project or "(none)": out.totals.copy()}
+        for column, group in enumerate(_KEYED, start=Rows.FIELDS):
+            out.groups[group] = table.grouped(column, out.totals)
     out.top_misses = heapq.nlargest(top, misses, key=_miss_sort_key)
     return out
 
 
-_PER_REQUEST = (
+_KEYED = (
     GroupBy.DAY,
     GroupBy.WEEK,
     GroupBy.MONTH,
@@ -240,7 +284,8 @@ _PER_REQUEST = (
     GroupBy.CAUSE,
     GroupBy.STREAM_KIND,
 )
-"""The groups whose key can change from one request of a session to the next."""
+"""The groups whose key can change from one request of a session to the next, in the
+order of their keys in a row."""
 
 
 @dataclass(slots=True)

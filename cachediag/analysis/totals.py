@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import reduce
 from operator import itemgetter
 from typing import Any
-
-from cachediag.analysis.ledger import LedgerEntry, Outcome
 
 
 @dataclass(slots=True)
@@ -51,6 +49,22 @@ class Totals:
         self.miss_cost_usd += o.miss_cost_usd
         self.rebuild_cost_usd += o.rebuild_cost_usd
 
+    def copy(self) -> Totals:
+        return Totals(
+            self.requests,
+            self.input_tokens,
+            self.cache_read_tokens,
+            self.cache_creation_tokens,
+            self.output_tokens,
+            self.cost_usd,
+            self.unpriced_requests,
+            self.misses,
+            self.expected_rebuilds,
+            self.reprocessed_tokens,
+            self.miss_cost_usd,
+            self.rebuild_cost_usd,
+        )
+
     @property
     def recache_share(self) -> float | None:
         """Share of the priced spend that paid for re-caching (misses and rebuilds)."""
@@ -66,57 +80,23 @@ def _sum_floats(values: Iterable[float]) -> float:
 
 
 class Rows:
-    """One session's counted requests, a column per ``Totals`` field, so that the totals
-    of each group are summed once at the end rather than request by request."""
+    """One session's counted requests, each a tuple: the ``Totals`` fields of the request
+    (``requests`` left out: it is one), then its group keys (one per breakdown). The
+    totals of each group are summed once, column by column, rather than request by
+    request; the columns are built at the end (``zip``), in C."""
 
-    __slots__ = (
-        "cost",
-        "count",
-        "creation",
-        "expected",
-        "input",
-        "miss",
-        "miss_cost",
-        "output",
-        "read",
-        "rebuild_cost",
-        "reprocessed",
-        "unpriced",
-    )
+    __slots__ = ("columns", "count")
 
-    def __init__(self) -> None:
-        self.count = 0
-        self.input: list[int] = []
-        self.read: list[int] = []
-        self.creation: list[int] = []
-        self.output: list[int] = []
-        self.cost: list[float] = []
-        self.unpriced: list[int] = []
-        self.miss: list[int] = []
-        self.expected: list[int] = []
-        self.reprocessed: list[int] = []
-        self.miss_cost: list[float] = []
-        self.rebuild_cost: list[float] = []
+    FIELDS = 11
+    """Leading items of a row that are ``Totals`` fields, from ``input_tokens`` on."""
 
-    def add(self, e: LedgerEntry, cost: float | None, miss_cost: float | None) -> None:
-        r = e.record
-        self.count += 1
-        self.input.append(r.input_tokens)
-        self.read.append(r.cache_read_tokens)
-        self.creation.append(r.cache_creation_tokens)
-        self.output.append(r.output_tokens)
-        self.cost.append(0.0 if cost is None else cost)
-        self.unpriced.append(cost is None)
-        is_miss, is_expected = e.outcome is Outcome.MISS, e.outcome is Outcome.EXPECTED
-        self.miss.append(is_miss)
-        self.expected.append(is_expected)
-        self.reprocessed.append(e.reprocessed_tokens if is_miss or is_expected else 0)
-        self.miss_cost.append((miss_cost or 0.0) if is_miss else 0.0)
-        self.rebuild_cost.append((miss_cost or 0.0) if is_expected else 0.0)
+    def __init__(self, rows: list[tuple[Any, ...]], width: int) -> None:
+        self.count = len(rows)
+        self.columns: list[tuple[Any, ...]] = list(zip(*rows, strict=True)) or [()] * width
 
     def totals(self, rows: list[int] | None = None) -> Totals:
         """The totals of ``rows`` (indexes, in order), or of every row."""
-        pick: Callable[[list[Any]], Sequence[Any]]
+        pick: Callable[[tuple[Any, ...]], Sequence[Any]]
         if rows is None:
             pick = _every
         elif len(rows) == 1:
@@ -124,31 +104,34 @@ class Rows:
             pick = lambda column: (column[only],)  # noqa: E731
         else:
             pick = itemgetter(*rows)
+        c = self.columns
         return Totals(
             requests=self.count if rows is None else len(rows),
-            input_tokens=sum(pick(self.input)),
-            cache_read_tokens=sum(pick(self.read)),
-            cache_creation_tokens=sum(pick(self.creation)),
-            output_tokens=sum(pick(self.output)),
-            cost_usd=_sum_floats(pick(self.cost)),
-            unpriced_requests=sum(pick(self.unpriced)),
-            misses=sum(pick(self.miss)),
-            expected_rebuilds=sum(pick(self.expected)),
-            reprocessed_tokens=sum(pick(self.reprocessed)),
-            miss_cost_usd=_sum_floats(pick(self.miss_cost)),
-            rebuild_cost_usd=_sum_floats(pick(self.rebuild_cost)),
+            input_tokens=sum(pick(c[0])),
+            cache_read_tokens=sum(pick(c[1])),
+            cache_creation_tokens=sum(pick(c[2])),
+            output_tokens=sum(pick(c[3])),
+            cost_usd=_sum_floats(pick(c[4])),
+            unpriced_requests=sum(pick(c[5])),
+            misses=sum(pick(c[6])),
+            expected_rebuilds=sum(pick(c[7])),
+            reprocessed_tokens=sum(pick(c[8])),
+            miss_cost_usd=_sum_floats(pick(c[9])),
+            rebuild_cost_usd=_sum_floats(pick(c[10])),
         )
 
-    def grouped(self, keys: list[str], every: Totals) -> dict[str, Totals]:
-        """Totals per key (``keys`` holds one per row); ``every``: the totals of all."""
+    def grouped(self, column: int, every: Totals) -> dict[str, Totals]:
+        """Totals per key of ``column`` (a key column of the rows); ``every``: the totals
+        of all the rows."""
+        keys = self.columns[column]
         first = keys[0]
         if keys.count(first) == len(keys):
-            return {first: replace(every)}
+            return {first: every.copy()}
         rows: dict[str, list[int]] = {}
         for i, key in enumerate(keys):
             rows.setdefault(key, []).append(i)
         return {key: self.totals(indexes) for key, indexes in rows.items()}
 
 
-def _every(column: list[Any]) -> list[Any]:
+def _every(column: tuple[Any, ...]) -> tuple[Any, ...]:
     return column

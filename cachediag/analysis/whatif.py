@@ -151,6 +151,18 @@ def _priced(record: RequestRecord, write_ttl: str, prices: ModelPrices) -> float
     )
 
 
+def _priced_both(record: RequestRecord, prices: ModelPrices) -> tuple[float, float]:
+    """``_priced`` at 5m and at 1h (the same sums in the same order, one tier lookup)."""
+    p = prices.tier_for(record.total_tokens)
+    tokens_in, written = record.input_tokens * p.input_mtok, record.cache_creation_tokens
+    read = record.cache_read_tokens * p.cache_read_mtok
+    out = record.output_tokens * p.output_mtok
+    return (
+        PER_TOKEN * (tokens_in + written * p.cache_write_5m_mtok + read + out),
+        PER_TOKEN * (tokens_in + written * p.cache_write_1h_mtok + read + out),
+    )
+
+
 def replay_stream(entries: list[LedgerEntry], policy: Policy, price_of: PriceFn) -> PolicyResult:
     """Cost and misses of one stream's requests had ``policy`` been in force."""
     result = PolicyResult(policy)
@@ -328,34 +340,47 @@ def replay_priced(
             actual.cost_usd += cost
     if not offers_ttl_choice(entries):
         return dict.fromkeys(Policy, actual)
-    replays = [_Replay(p) for p in Policy if p is not Policy.AS_HAPPENED]
+    five, hour, keep, evidence = (
+        _Replay(p) for p in (Policy.TTL_5M, Policy.TTL_1H, Policy.KEEP_ALIVE, Policy.EVIDENCE)
+    )
+    replays = (five, hour, keep, evidence)
     results = [PolicyResult(r.policy) for r in replays]
+    five_r, hour_r, keep_r, evidence_r = results
     pairs = list(zip(replays, results, strict=True))
+    prev_plain: RequestRecord | None = None
     for i, e in enumerate(entries):
         if i and (
             _idle_s(e) > KEEP_ALIVE_EVERY_S or (e.outcome is Outcome.MISS and _is_ttl_miss(e))
         ):
             for replay, result in pairs:
+                if prev_plain is not None:
+                    replay.prev = prev_plain
                 cost, misses, pings, unpriced = replay.step(entries, i, prices)
                 result.cost_usd += cost
                 result.misses += misses
                 result.keep_alive_requests += pings
                 result.unpriced_requests += unpriced
+            prev_plain = None
             continue
         # A pause too short for any TTL to expire or a keep-alive to be sent: under
         # every policy the request is what it was, written at the policy's TTL
-        # (``_Replay.step`` again, with what cannot happen left out).
+        # (``_Replay.step`` with what cannot happen left out; the policy's previous
+        # request is then this one as it was: ``prev_plain``).
         r, p = e.record, prices[i]
-        miss = e.outcome is Outcome.MISS
-        writes = i == 0 or r.cache_creation_tokens > 0
-        by_ttl = {} if p is None else {"5m": _priced(r, "5m", p), "1h": _priced(r, "1h", p)}
-        for replay, result in pairs:
-            if p is None:
+        if p is None:
+            for result in results:
                 result.unpriced_requests += 1
-            else:
-                result.cost_usd += 0.0 + by_ttl[replay.write_ttl]
-            result.misses += miss
-            if writes:
+        else:
+            at_5m, at_1h = _priced_both(r, p)
+            five_r.cost_usd += 0.0 + at_5m
+            hour_r.cost_usd += 0.0 + at_1h
+            keep_r.cost_usd += 0.0 + at_5m
+            evidence_r.cost_usd += 0.0 + (at_1h if evidence.write_ttl == "1h" else at_5m)
+        if e.outcome is Outcome.MISS:
+            for result in results:
+                result.misses += 1
+        if i == 0 or r.cache_creation_tokens > 0:
+            for replay in replays:
                 replay.ttl_in_force = replay.write_ttl
-            replay.prev = r
+        prev_plain = r
     return {Policy.AS_HAPPENED: actual, **{r.policy: r for r in results}}

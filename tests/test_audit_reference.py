@@ -1,0 +1,109 @@
+"""The fast ``audit_session`` gives, to the last bit, what the request-by-request audit it
+replaced gave (``tests/reference_audit.py``): on generated sessions of several streams,
+models (priced, with a long-context tier, unpriced, unnamed), pauses across every TTL and
+keep-alive threshold and across days, windows and zones (whole-hour, half-hour, DST)."""
+
+from __future__ import annotations
+
+from zoneinfo import ZoneInfo
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cachediag.analysis.audit import Calendar, audit_session, day_of, month_of, week_of
+from cachediag.analysis.costs import ModelPrices
+from cachediag.analysis.session import analyze_session
+from cachediag.model import MAIN_STREAM, RequestRecord, SessionLog, StreamKind
+from tests.reference_audit import reference_audit_session
+
+PRICES = {
+    "opus": ModelPrices(5.5, 6.875, 11.0, 0.55, 27.5),
+    "sonnet": ModelPrices(
+        3.3,
+        4.125,
+        6.6,
+        0.33,
+        16.5,
+        long_context_threshold_tokens=200_000,
+        long_context=ModelPrices(6.6, 8.25, 13.2, 0.66, 24.75),
+    ),
+}
+STREAMS = [
+    (MAIN_STREAM, StreamKind.MAIN),
+    ("agent-a1", StreamKind.SUBAGENT),
+    ("side-call-1", StreamKind.SIDE_CALL),
+]
+ZONES = [None, "UTC", "Europe/Paris", "Asia/Kolkata", "America/St_Johns"]
+START = 1_774_821_600.0  # 2026-03-29 22:00 UTC, hours before Europe's clocks go forward
+
+_GAP = st.sampled_from(
+    [0.0, 3.5, 60.0, 250.0, 270.0, 280.0, 301.0, 900.0, 3599.0, 3700.0, 40_000.0, 90_000.0]
+)
+_REQUEST = st.tuples(
+    _GAP,
+    st.integers(0, 260_000),  # read
+    st.integers(0, 90_000),  # written
+    st.integers(0, 5_000),  # uncached input
+    st.sampled_from(["5m", "1h"]),
+    st.sampled_from(["opus", "opus", "sonnet", "mystery", None]),
+)
+
+
+def price_of(record: RequestRecord) -> ModelPrices | None:
+    return None if record.model is None else PRICES.get(record.model)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.lists(_REQUEST, min_size=0, max_size=20), min_size=1, max_size=3),
+    st.sampled_from(ZONES),
+    st.none() | st.floats(START - 1000, START + 200_000),
+    st.none() | st.floats(START, START + 400_000),
+    st.integers(0, 4),
+)
+def test_audit_session_is_the_reference(
+    streams: list[list[tuple[float, int, int, int, str, str | None]]],
+    zone_name: str | None,
+    since: float | None,
+    until: float | None,
+    top: int,
+) -> None:
+    log = SessionLog("s", "s.jsonl", "claude-code", project="p")
+    for (stream_id, kind), requests in zip(STREAMS, streams, strict=False):
+        stream = log.stream(stream_id, kind)
+        at = START
+        for gap, read, written, uncached, ttl, model in requests:
+            at += gap
+            stream.items.append(
+                RequestRecord(
+                    at=at,
+                    input_tokens=uncached,
+                    cache_read_tokens=read,
+                    cache_creation_tokens=written,
+                    output_tokens=211,
+                    ttl="1h" if ttl == "1h" else "5m",
+                    model=model,
+                    stream=stream_id,
+                )
+            )
+    analysis = analyze_session(log, 0.0)
+    options = {"since": since, "until": until, "top": top}
+    if zone_name is not None:
+        options["zone"] = ZoneInfo(zone_name)
+    fast = audit_session(analysis, price_of, **options)  # type: ignore[arg-type]
+    reference = reference_audit_session(analysis, price_of, **options)  # type: ignore[arg-type]
+    assert fast == reference
+
+
+@pytest.mark.parametrize("zone_name", ["UTC", "Europe/Paris", "Asia/Kolkata", "America/St_Johns"])
+def test_calendar_keys_are_day_week_and_month(zone_name: str) -> None:
+    # Memoised per minute; every 7 minutes (and a second either side of each whole hour)
+    # across the spring and autumn clock changes of Europe and North America.
+    zone = ZoneInfo(zone_name)
+    calendar = Calendar(zone)
+    for start in (1_772_928_000.0, 1_774_742_400.0, 1_792_800_000.0, 1_793_491_200.0):
+        for step in range(0, 3 * 86_400, 420):
+            for at in (start + step, start + step // 3600 * 3600 - 1, start + step // 3600 * 3600):
+                expected = (day_of(at, zone), week_of(at, zone), month_of(at, zone))
+                assert calendar.keys(at) == expected, (zone_name, at)
