@@ -62,6 +62,9 @@ def run_line(payload: Any, *args: str) -> str:
 def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "xdg"
     monkeypatch.setenv("XDG_CACHE_HOME", str(home))
+    # Lines are fitted to the terminal's width: a narrow one running the tests must not
+    # change what they read (width tests pass --width).
+    monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.setattr(prices, "lookup_prices", lambda model, at=None: None)
     return home / "cachediag"
 

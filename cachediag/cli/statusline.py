@@ -40,8 +40,9 @@ from cachediag.statusline.render import DEFAULT_FORMAT
     "--width",
     type=click.IntRange(20, 10_000),
     metavar="COLUMNS",
-    help="Width to fit the names of changed tools into (default: $CACHEDIAG_STATUSLINE_WIDTH, "
-    "$COLUMNS, the terminal's, else 80); the rest of the line is never cut.",
+    help="Width the line must fit (default: $CACHEDIAG_STATUSLINE_WIDTH, $COLUMNS, else the "
+    "terminal's): tool names shorten, then whole fields go from the right; when no width "
+    "is known only tool names shorten, to 80.",
 )
 @click.option(
     "--check",

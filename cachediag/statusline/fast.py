@@ -94,10 +94,10 @@ def parse_args(args: list[str]) -> Options:
 DEFAULT_WIDTH = 80
 
 
-def terminal_width() -> int:
+def terminal_width() -> int | None:
     """The width of the terminal Claude Code draws in: ``COLUMNS`` when set, else the
-    size of the controlling terminal (stdin and stdout are pipes, ``/dev/tty`` is not),
-    else 80."""
+    size of the controlling terminal (stdin and stdout are pipes, ``/dev/tty`` is not);
+    ``None`` when neither tells."""
     try:
         columns = int(os.environ.get("COLUMNS", ""))
         if columns >= 20:
@@ -107,12 +107,12 @@ def terminal_width() -> int:
     try:
         fd = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK)
     except OSError:
-        return DEFAULT_WIDTH
+        return None
     try:
         columns = os.get_terminal_size(fd).columns
-        return columns if columns >= 20 else DEFAULT_WIDTH
+        return columns if columns >= 20 else None
     except OSError:
-        return DEFAULT_WIDTH
+        return None
     finally:
         os.close(fd)
 
@@ -215,10 +215,11 @@ def run(
         else:
             # A report is read in a terminal or a file, not rendered by Claude Code.
             color = use_color(opts) if not check or opts.color is not None else False
-            width = opts.width
-            if width is None and out_view.get("last_miss_tools"):
-                width = terminal_width()  # only a line naming tools has anything to cut
-            text = render.render_line(out_view, opts.fmt, color, width)
+            width = terminal_width() if opts.width is None else opts.width
+            # A width nobody told: only tool names shrink (to 80), no field is dropped.
+            text = render.render_line(
+                out_view, opts.fmt, color, width or DEFAULT_WIDTH, keep_fields=width is None
+            )
     except Exception as exc:
         log_failure(describe(exc))
         text = _fallback(as_json, "failed; see statusline.log in the cache dir")

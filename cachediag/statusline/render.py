@@ -297,34 +297,56 @@ def parse_format(template: str) -> list[tuple[str, str | None]]:
     return parts
 
 
+KEPT = ("hit", "partial")
+"""Fields never dropped to fit a width: what the line is about, and that its numbers are
+those read so far."""
+
+
 def render_line(
-    view: View, template: str = DEFAULT_FORMAT, color: bool = False, width: int | None = None
+    view: View,
+    template: str = DEFAULT_FORMAT,
+    color: bool = False,
+    width: int | None = None,
+    *,
+    keep_fields: bool = False,
 ) -> str:
     """Fill the template; an empty field drops together with the text before it (its
     separator), so ``{hit} · {last}`` shows ``cache 91%`` before the first miss.
 
-    ``width``: the names of changed tools shrink (to ``+3 tools`` at the least) until the
-    line fits; nothing else is cut."""
+    ``width``: a line that does not fit loses whole fields from the right (never
+    ``{hit}`` or ``{partial}``; ``keep_fields`` keeps them all), as few as it must with the
+    names of changed tools at their shortest (``+3 tools``), then the names fill what is
+    left. Nothing is ever cut inside a number, a time or a cause."""
     line = _fill(view, template, color)
-    if width is None or not view.get("last_miss_tools"):
+    if width is None or len(_fill(view, template, False) if color else line) <= width:
         return line
+    tools = bool(view.get("last_miss_tools"))
+    shortest = {**view, "tool_room": 0}
 
-    def fits(room: int) -> bool:
-        return len(_fill({**view, "tool_room": room}, template, False)) <= width
+    def fits(v: View, dropped: frozenset[str]) -> bool:
+        return len(_fill(v, template, False, dropped)) <= width
 
-    if fits(NAMES_ROOM):
-        return line
+    dropped: frozenset[str] = frozenset()
+    if not keep_fields:
+        names = [name for _, name in parse_format(template) if name and name not in KEPT]
+        for name in reversed(names):
+            if fits(shortest, dropped):
+                break
+            dropped |= {name}
+    if not tools or "last" in dropped:
+        return _fill(view, template, color, dropped)
     room = 0
-    if fits(MIN_NAME_CHARS):  # the most room that fits (the length grows with it)
-        low, high = MIN_NAME_CHARS, NAMES_ROOM
+    if fits({**view, "tool_room": MIN_NAME_CHARS}, dropped):
+        # The most room that fits (the line grows with it).
+        low, high = MIN_NAME_CHARS, NAMES_ROOM + 1
         while high - low > 1:
             mid = (low + high) // 2
-            low, high = (mid, high) if fits(mid) else (low, mid)
+            low, high = (mid, high) if fits({**view, "tool_room": mid}, dropped) else (low, mid)
         room = low
-    return _fill({**view, "tool_room": room}, template, color)
+    return _fill({**view, "tool_room": room}, template, color, dropped)
 
 
-def _fill(view: View, template: str, color: bool) -> str:
+def _fill(view: View, template: str, color: bool, dropped: frozenset[str] = frozenset()) -> str:
     parts = parse_format(template)
     out = [parts[0][0]]
     emitted = False
@@ -332,7 +354,7 @@ def _fill(view: View, template: str, color: bool) -> str:
         if name is None:
             out.append(before if i else "")
             continue
-        value = FIELDS[name](view, color)
+        value = "" if name in dropped else FIELDS[name](view, color)
         if value:
             out.append(before if emitted and i else "")
             out.append(value)
