@@ -200,6 +200,9 @@ class SessionLog:
     issues: list[LineIssue] = field(default_factory=list)
     api_errors: int = 0
     project: str | None = None
+    cwd: str | None = None
+    """The working directory the first transcript line read names (its ``cwd``): where
+    Claude Code ran, the project's real path. ``project`` is the folder's name."""
     non_model_calls: int = 0
     """Records of a capture that are not model requests (count_tokens, OAuth, telemetry)."""
     replayed_responses: int = 0

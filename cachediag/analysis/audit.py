@@ -192,7 +192,8 @@ def audit_session(
     when the request before it falls outside the range.
     """
     log = analysis.log
-    out = SessionAudit(log.session_id, log.project, log.source, skipped_lines=len(log.issues))
+    project = analysis.project
+    out = SessionAudit(log.session_id, project, log.source, skipped_lines=len(log.issues))
     price = prices_per_model_day(price_of)
     calendar = Calendar(zone)
     rows: list[tuple[Any, ...]] = []
@@ -227,7 +228,7 @@ def audit_session(
                 misses.append(
                     MissRow(
                         log.session_id,
-                        log.project,
+                        project,
                         stream.log.id,
                         kind,
                         e.index,
@@ -268,7 +269,7 @@ def audit_session(
     out.totals = table.totals()
     out.groups = {g: {} for g in GroupBy if g is not GroupBy.SESSION}
     if rows:
-        out.groups[GroupBy.PROJECT] = {log.project or "(none)": out.totals.copy()}
+        out.groups[GroupBy.PROJECT] = {project or "(none)": out.totals.copy()}
         for column, group in enumerate(_KEYED, start=Rows.FIELDS):
             out.groups[group] = table.grouped(column, out.totals)
     out.top_misses = heapq.nlargest(top, misses, key=_miss_sort_key)

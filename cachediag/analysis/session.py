@@ -28,6 +28,19 @@ class SessionAnalysis:
     def streams(self) -> list[StreamAnalysis]:
         return [self.main, *self.others]
 
+    @property
+    def project(self) -> str | None:
+        """The session's project, as every output names it (``project_name``)."""
+        return project_name(self.log.cwd, self.log.project)
+
+
+def project_name(cwd: str | None, folder: str | None) -> str | None:
+    """The project's real path when the transcripts carry it (``cwd``), else the name of
+    the folder holding them. Claude Code names that folder after the path with every
+    character but a letter or a digit turned into ``-``: ``-home-me-my-app`` may be
+    ``/home/me/my-app`` or ``/home/me/my_app``, so it is never decoded."""
+    return cwd or folder
+
 
 def analyze_stream(log: StreamLog, now: float) -> StreamAnalysis:
     ledger, entries = run_ledger(log.items)

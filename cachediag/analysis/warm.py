@@ -51,7 +51,7 @@ def warm_session(a: SessionAnalysis, now: float, price_of: PriceFn) -> WarmSessi
         resume = tokens * p.cache_read_mtok * PER_TOKEN
     return WarmSession(
         session_id=a.log.session_id,
-        project=a.log.project,
+        project=a.project,
         source=a.log.source,
         model=last.model,
         ttl=pc.ttl,

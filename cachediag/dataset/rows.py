@@ -61,7 +61,7 @@ def session_rows(analysis: SessionAnalysis, price_of: PriceFn, pricing_source: s
                     r.message_id,
                     r.request_id,
                     log.session_id,
-                    log.project,
+                    analysis.project,
                     log.source,
                     log.format,
                     stream.log.id,

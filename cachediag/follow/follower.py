@@ -16,10 +16,11 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from cachediag.analysis.costs import PriceFn, entry_cost
 from cachediag.analysis.ledger import LedgerEntry
+from cachediag.analysis.session import project_name
 from cachediag.errors import NotALogError
 from cachediag.follow.events import (
     FileRemoved,
@@ -288,6 +289,11 @@ class Follower:
     # -- reporting ---------------------------------------------------------------------
 
     def _landed(self, tracked: Tracked, item: StreamItem, entry: LedgerEntry | None) -> None:
+        live = tracked.live
+        assert live is not None
+        named = project_name(live.log.cwd, tracked.ref.project)
+        if named != tracked.ref.project:  # the transcript names its path: events say it
+            tracked.ref = replace(tracked.ref, project=named)
         key = item_key(item)
         first_time = key not in tracked.known
         tracked.known.add(key)
@@ -295,8 +301,6 @@ class Follower:
         tracked.streams.add(item.stream)
         if tracked.quiet or not first_time:
             return
-        live = tracked.live
-        assert live is not None
         stream = live.log.streams[item.stream]
         if new_stream:
             self._report(

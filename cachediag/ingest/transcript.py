@@ -121,6 +121,11 @@ class TranscriptReader:
 
     def feed(self, obj: JsonObject, line: int) -> StreamItem | None:
         """Read one line; returns a new item, or ``None`` for a line that adds none."""
+        if self.session.cwd is None:
+            # Where Claude Code started (later lines follow the shell's cd): the first.
+            cwd = obj.get("cwd")
+            if isinstance(cwd, str) and cwd:
+                self.session.cwd = cwd
         kind = obj.get("type")
         if kind == "assistant":
             return self._assistant(obj, line)

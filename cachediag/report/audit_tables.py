@@ -10,8 +10,16 @@ from rich.console import Group, RenderableType
 from cachediag.analysis.whatif import Policy
 from cachediag.report.audit import POLICY_LABELS, AuditReport
 from cachediag.report.clock import format_minute, zone_label
-from cachediag.report.layout import Column, compact_count, fitted_table, short_id, text_lines
+from cachediag.report.layout import (
+    Column,
+    compact_count,
+    fitted_table,
+    path_variants,
+    short_id,
+    text_lines,
+)
 from cachediag.report.tables import format_duration, plural
+from cachediag.text import sanitize
 
 
 def _usd(value: float | None) -> str:
@@ -34,13 +42,18 @@ def _tokens(values: list[int], header: str, short: str, keep: int) -> Column:
 
 def _key(report: AuditReport, key: str) -> str:
     # Causes joined by "+" wrap between names, never inside one.
-    return key.replace("+", " + ") if report.by == "cause" else key
+    return key.replace("+", " + ") if report.by == "cause" else sanitize(key)
 
 
 def _groups_table(report: AuditReport, width: int, tokens: bool) -> RenderableType:
     rows = [*report.groups, report.totals]
+    keys = [_key(report, r.key) for r in rows]
     columns = [
-        Column(report.by, [[_key(report, r.key) for r in rows]], wraps=True),
+        Column(
+            report.by,
+            path_variants(keys) if report.by == "project" else [keys],
+            wraps=True,
+        ),
         Column(
             "requests",
             [[f"{r.requests:,}" for r in rows]],

@@ -174,6 +174,9 @@ class Session(BaseModel):
     source: str
     format: str
     project: str | None
+    """The project: its real path from the transcripts' ``cwd`` (where Claude Code ran),
+    else the folder holding the transcript (Claude Code's encoded path, which cannot be
+    decoded: ``-home-me-my-app``); null when the log names none (a piped capture)."""
     prompt_cache: PromptCache | None
     """The main conversation; null when only subagent files of the session were read
     (a subagent's file named alone, a subagents folder without its session): each

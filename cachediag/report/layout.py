@@ -175,6 +175,21 @@ def text_lines(
     return Text("\n".join(wrap_parts(parts, width, indent=indent)), style=style)
 
 
+def short_path(name: str, width: int) -> str:
+    """A path (or folder name) cut to ``width`` from the left, at a ``/`` where one
+    leaves something to show: its end tells projects apart (``…/work/app``)."""
+    if len(name) <= width:
+        return name
+    tail = name[len(name) - width + 1 :]
+    cut = tail.find("/")
+    return "…" + (tail[cut:] if 0 <= cut < len(tail) - 1 else tail)
+
+
+def path_variants(names: Sequence[str]) -> list[list[str]]:
+    """A column of paths at full length, then shortened (``short_path``) to fit."""
+    return [list(names), *([short_path(n, w) for n in names] for w in (60, 48, 40, 32, 24, 16))]
+
+
 def short_id(name: str, width: int = 14) -> str:
     """A stream or agent id cut to ``width`` (the start tells them apart)."""
     return name if len(name) <= width else name[: width - 1] + "…"

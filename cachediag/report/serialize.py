@@ -204,7 +204,7 @@ def session_dict(
         "session_id": log.session_id,
         "source": log.source,
         "format": log.format,
-        "project": log.project,
+        "project": a.project,
         # Null when only subagent files of the session were read: a main conversation of
         # zero requests would claim a session that never ran.
         "prompt_cache": prompt_cache_dict(a.main.prompt_cache) if log.main_present else None,

@@ -14,6 +14,7 @@ from cachediag.analysis.session import SessionAnalysis, StreamAnalysis
 from cachediag.analysis.summary import PromptCache
 from cachediag.report.clock import format_clock, format_minute, local_time, zone_label
 from cachediag.report.layout import Column, compact_count, fitted_table, text_lines
+from cachediag.text import sanitize
 
 
 def format_tokens(n: int) -> str:
@@ -187,7 +188,7 @@ def session_report(
 ) -> list[RenderableType]:
     """The renderables of one session, in order, each fitted to ``width``."""
     log = a.log
-    where = [log.source, _span(a, zone)]
+    where = [f"project {sanitize(a.project)}" if a.project else "", log.source, _span(a, zone)]
     parts: list[RenderableType] = [
         text_lines([f"Session {log.session_id}"], width, style="bold"),
         text_lines([p for p in where if p], width, indent="  ", style="dim"),

@@ -11,8 +11,9 @@ from rich.text import Text
 
 from cachediag.analysis.warm import WarmSession
 from cachediag.report.clock import format_clock, zone_label
-from cachediag.report.layout import Column, compact_count, fitted_table, short_id, text_lines
+from cachediag.report.layout import Column, compact_count, fitted_table, path_variants, text_lines
 from cachediag.report.tables import format_tokens, format_usd, plural
+from cachediag.text import sanitize
 
 SCHEMA_VERSION = 1
 
@@ -24,6 +25,9 @@ class WarmOut(BaseModel):
 
     session_id: str
     project: str | None
+    """The project: its real path from the transcripts' ``cwd`` (where Claude Code ran),
+    else the folder holding the transcript (Claude Code's encoded path, which cannot be
+    decoded: ``-home-me-my-app``); null when the log names none (a piped capture)."""
     source: str
     model: str | None
     ttl: str
@@ -90,7 +94,7 @@ def warm_table(report: WarmReport, *, zone: tzinfo = UTC, width: int = 80) -> Re
         Column("left", [[format_left(r.seconds_left) for r in rows]], justify="right"),
         Column("ttl", [[r.ttl for r in rows]]),
         Column("session", [[r.session_id[:8] for r in rows]]),
-        Column("project", [[short_id(r.project or "-", 24) for r in rows]], keep=50, wraps=True),
+        Column("project", path_variants([sanitize(r.project or "-") for r in rows]), keep=50),
         Column(
             f"last ({label})", [[format_clock(r.last_activity_at, zone) for r in rows]], keep=60
         ),

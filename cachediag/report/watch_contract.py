@@ -26,7 +26,9 @@ class SessionFields(BaseModel):
     session_id: str
     """The main transcript's file name without ``.jsonl``."""
     project: str | None
-    """The folder holding the transcript (Claude Code's encoded project path)."""
+    """The project: its real path from the transcripts' ``cwd`` (where Claude Code ran),
+    else the folder holding the transcript (Claude Code's encoded path, which cannot be
+    decoded: ``-home-me-my-app``); null when the log names none (a piped capture)."""
     transcript: str
     """Path of the main transcript (it may not exist when only agent files were seen)."""
 

@@ -25,6 +25,7 @@ from cachediag.follow.events import (
 )
 from cachediag.report.layout import wrap_parts
 from cachediag.report.tables import format_duration, format_time, format_tokens
+from cachediag.text import sanitize
 
 STREAM_WIDTH = 16
 NARROW_STREAM_WIDTH = 10
@@ -118,7 +119,7 @@ def event_line(event: WatchEvent, zone: tzinfo = UTC, width: int | None = None) 
         return Text(head + f"{e.kind.value} announced", style="yellow")
     if isinstance(event, SessionSeen):
         state = "new session" if event.new else "session"
-        parts = [f"── {state} {ref.session_id}"] + ([ref.project] if ref.project else [])
+        parts = [f"── {state} {ref.session_id}"] + ([sanitize(ref.project)] if ref.project else [])
         return Text(_fit("", parts, width), style="bold cyan")
     if isinstance(event, StreamSeen):
         head = _prefix(event.at, ref.session_id, event.stream, zone, width)
@@ -133,7 +134,7 @@ def event_line(event: WatchEvent, zone: tzinfo = UTC, width: int | None = None) 
 
 def summary_line(t: Tally, width: int | None = None) -> Text:
     """``4d5611e5 (spotter): 152 requests · 96% from cache · 3 misses (...) · $1.47``."""
-    where = f" ({t.session.project})" if t.session.project else ""
+    where = f" ({sanitize(t.session.project)})" if t.session.project else ""
     parts = [f"{t.requests} request{'s' if t.requests != 1 else ''}"]
     if t.hit_ratio is not None:
         parts.append(f"{t.hit_ratio * 100:.0f}% from cache")
