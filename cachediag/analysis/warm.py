@@ -11,32 +11,30 @@ from dataclasses import dataclass
 
 from cachediag.analysis.costs import PER_TOKEN, PriceFn
 from cachediag.analysis.session import SessionAnalysis
-from cachediag.model import TTL_SECONDS
+from cachediag.model import TTL_SECONDS, RequestRecord
 
 LONGEST_TTL_S = max(TTL_SECONDS.values())
 """No cache outlives this: a session idle for longer is cold whatever its TTL."""
 
 
 @dataclass(slots=True, frozen=True)
-class WarmSession:
-    session_id: str
-    project: str | None
-    source: str
-    model: str | None
+class Warmth:
+    """What is judged of a warm session; what it is (id, project, file) is the session's
+    own. The fields people and machines read are named in ``report.warm``."""
+
     ttl: str
-    last_activity_at: float
+    last: RequestRecord
+    """The last request: its whole prompt is what a cold cache makes the next one write."""
     expires_at: float
     seconds_left: float
-    prompt_tokens: int
-    """The last request's whole prompt: what a cold cache makes the next one write."""
     rebuild_usd: float | None
     """That prompt written again at the TTL's write price; ``None`` when unpriced."""
     resume_usd: float | None
     """The same prompt read from the warm cache (what resuming now costs)."""
 
 
-def warm_session(a: SessionAnalysis, now: float, price_of: PriceFn) -> WarmSession | None:
-    """The main conversation of ``a`` if its cache is still warm at ``now``."""
+def warmth(a: SessionAnalysis, now: float, price_of: PriceFn) -> Warmth | None:
+    """How warm the main conversation of ``a`` is at ``now``; ``None`` once it is cold."""
     pc = a.main.prompt_cache
     if not pc.warm or pc.expires_at is None or not a.main.entries:
         return None
@@ -49,16 +47,11 @@ def warm_session(a: SessionAnalysis, now: float, price_of: PriceFn) -> WarmSessi
         write = p.cache_write_1h_mtok if pc.ttl == "1h" else p.cache_write_5m_mtok
         rebuild = tokens * write * PER_TOKEN
         resume = tokens * p.cache_read_mtok * PER_TOKEN
-    return WarmSession(
-        session_id=a.log.session_id,
-        project=a.project,
-        source=a.log.source,
-        model=last.model,
+    return Warmth(
         ttl=pc.ttl,
-        last_activity_at=last.at,
+        last=last,
         expires_at=pc.expires_at,
         seconds_left=pc.expires_at - now,
-        prompt_tokens=tokens,
         rebuild_usd=rebuild,
         resume_usd=resume,
     )

@@ -6,13 +6,17 @@ import time
 from dataclasses import dataclass
 from datetime import tzinfo
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from cachediag.analysis.session import SessionAnalysis
-from cachediag.analysis.warm import LONGEST_TTL_S, WarmSession, warm_session
+from cachediag.analysis.warm import LONGEST_TTL_S
 from cachediag.cli.common import CachediagError, emit_json, pricing_option, report_issues
 from cachediag.cli.window import zone_option, zone_or_local
+
+if TYPE_CHECKING:
+    from cachediag.report.warm import WarmOut
 
 
 @click.command()
@@ -67,7 +71,6 @@ def warm(
     ]
     run = Run()
     rows = [r for r in run.rendered(recent, None, clock, WarmRender(clock, pricing_file)) if r]
-    rows.sort(key=lambda r: -r.last_activity_at)
     report = warm_report(rows, clock)
     if as_json or jq_filter is not None:
         emit_json([report.model_dump(mode="json")], jq_filter)
@@ -99,7 +102,10 @@ class WarmRender:
     now: float
     pricing_file: Path | None
 
-    def __call__(self, a: SessionAnalysis) -> WarmSession | None:
+    def __call__(self, a: SessionAnalysis) -> WarmOut | None:
+        from cachediag.analysis.warm import warmth
         from cachediag.pricing import price_function
+        from cachediag.report.warm import warm_out
 
-        return warm_session(a, self.now, price_function(self.pricing_file))
+        w = warmth(a, self.now, price_function(self.pricing_file))
+        return None if w is None else warm_out(a, w)

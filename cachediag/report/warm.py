@@ -9,7 +9,8 @@ from pydantic import BaseModel, ConfigDict
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from cachediag.analysis.warm import WarmSession
+from cachediag.analysis.session import SessionAnalysis
+from cachediag.analysis.warm import Warmth
 from cachediag.report.clock import format_clock, zone_label
 from cachediag.report.layout import Column, compact_count, fitted_table, path_variants, text_lines
 from cachediag.report.tables import format_tokens, format_usd, plural
@@ -54,27 +55,27 @@ class WarmReport(BaseModel):
     """Newest first."""
 
 
-def warm_report(rows: Sequence[WarmSession], now: float) -> WarmReport:
-    return WarmReport(
-        schema_version=SCHEMA_VERSION,
-        now=now,
-        sessions=[
-            WarmOut(
-                session_id=r.session_id,
-                project=r.project,
-                source=r.source,
-                model=r.model,
-                ttl=r.ttl,
-                last_activity_at=r.last_activity_at,
-                expires_at=r.expires_at,
-                seconds_left=round(r.seconds_left, 3),
-                prompt_tokens=r.prompt_tokens,
-                rebuild_usd=None if r.rebuild_usd is None else round(r.rebuild_usd, 6),
-                resume_usd=None if r.resume_usd is None else round(r.resume_usd, 6),
-            )
-            for r in rows
-        ],
+def warm_out(a: SessionAnalysis, w: Warmth) -> WarmOut:
+    """One warm session's row (built where the session was read: it travels small)."""
+    return WarmOut(
+        session_id=a.log.session_id,
+        project=a.project,
+        source=a.log.source,
+        model=w.last.model,
+        ttl=w.ttl,
+        last_activity_at=w.last.at,
+        expires_at=w.expires_at,
+        seconds_left=round(w.seconds_left, 3),
+        prompt_tokens=w.last.total_tokens,
+        rebuild_usd=None if w.rebuild_usd is None else round(w.rebuild_usd, 6),
+        resume_usd=None if w.resume_usd is None else round(w.resume_usd, 6),
     )
+
+
+def warm_report(rows: Sequence[WarmOut], now: float) -> WarmReport:
+    """``rows`` newest first."""
+    ordered = sorted(rows, key=lambda r: -r.last_activity_at)
+    return WarmReport(schema_version=SCHEMA_VERSION, now=now, sessions=ordered)
 
 
 def format_left(seconds: float) -> str:
