@@ -19,6 +19,7 @@ __all__ = [
     "CachediagError",
     "emit_json",
     "finish_reading",
+    "jq_option",
     "pricing_option",
     "report_issues",
     "report_unreadable",
@@ -50,6 +51,14 @@ EPOCH = FiniteFloat("epoch", 0, 1e11)
 USD = FiniteFloat("usd", 0, 1e12)
 
 MAX_LISTED_ISSUES = 5
+
+jq_option = click.option(
+    "--jq",
+    "jq_filter",
+    metavar="FILTER",
+    help="Apply a jq program to the JSON object (implies --json); strings print raw.",
+)
+"""``--jq`` of the commands whose JSON is one object."""
 
 pricing_option = click.option(
     "--pricing",

@@ -14,8 +14,15 @@ from cachediag.analysis.costs import ModelPrices
 from cachediag.analysis.session import SessionAnalysis
 from cachediag.cli.analyze import in_window
 from cachediag.cli.captures import capture_join, captures_option
-from cachediag.cli.common import CachediagError, emit_json, finish_reading, report_issues
+from cachediag.cli.common import (
+    CachediagError,
+    emit_json,
+    finish_reading,
+    jq_option,
+    report_issues,
+)
 from cachediag.cli.stdin import piped_log
+from cachediag.cli.target import find_request, one_way, request_options
 from cachediag.cli.window import Bound, resolve_window, window_options, zone_or_local
 from cachediag.model import MAIN_STREAM
 from cachediag.text import sanitize
@@ -67,21 +74,9 @@ def _genai_prices(model: str, at: float) -> ModelPrices | None:
 
 @click.command()
 @click.argument("log", required=False, type=click.Path(path_type=Path))
-@click.option(
-    "--request",
-    "index",
-    type=click.IntRange(min=0),
-    metavar="N",
-    help="Request N of the stream (0 is the first).",
-)
-@click.option("--message-id", metavar="ID", help="The request whose response has this id.")
-@click.option(
-    "--stream",
-    "stream_id",
-    metavar="ID",
-    default="main",
-    show_default=True,
-    help="Which conversation --request counts in (see analyze --json streams).",
+@request_options(
+    request_help="Request N of the stream (0 is the first).",
+    stream_help="Which conversation --request counts in (see analyze --json streams).",
 )
 @window_options
 @click.option(
@@ -91,12 +86,7 @@ def _genai_prices(model: str, at: float) -> ModelPrices | None:
     help="Pin the clock that spans like --since 2h count from.",
 )
 @click.option("--json", "as_json", is_flag=True, help="The same account as one JSON object.")
-@click.option(
-    "--jq",
-    "jq_filter",
-    metavar="FILTER",
-    help="Apply a jq program to the JSON object (implies --json); strings print raw.",
-)
+@jq_option
 @captures_option
 def explain(
     log: Path | None,
@@ -133,8 +123,7 @@ def explain(
     from cachediag.pipeline import Run, default_paths
     from cachediag.report.explain import explanation_dict, explanation_lines
 
-    if index is not None and message_id is not None:
-        raise click.UsageError("give --request or --message-id, not both")
+    one_way(index, message_id)
     clock = time.time() if now is None else now
     display = zone_or_local(zone)
     window = resolve_window(since, until, clock, display)
@@ -177,34 +166,21 @@ def explain(
     report_issues(session.log.issues)
     if stream_id == MAIN_STREAM and not session.log.main_present and len(session.others) == 1:
         stream_id = session.others[0].log.id  # a subagent's file named alone
-    target = None
-    for stream in session.streams:
-        if message_id is not None:
-            hit = next((e for e in stream.entries if e.record.message_id == message_id), None)
-            if hit is not None:
-                target = (stream, hit.index)
-                break
-        elif stream.log.id == stream_id:
-            pos = default_target(stream.entries) if index is None else index
-            if pos is None:
-                n = len(stream.entries)
-                click.echo(
-                    f"no miss or rebuild in stream {stream_id} ({n} request{'s' if n != 1 else ''})"
-                )
-                if n:
-                    click.echo("cachediag: --request N explains any request", err=True)
-                return
-            if not 0 <= pos < len(stream.entries):
-                raise CachediagError(
-                    f"stream {stream_id!r} has {len(stream.entries)} requests (0-"
-                    f"{len(stream.entries) - 1}); no request {pos}"
-                )
-            target = (stream, pos)
-            break
-    if target is None:
-        what = f"message id {message_id!r}" if message_id else f"stream {stream_id!r}"
-        raise CachediagError(f"{name}: no {what}")
-    stream, pos = target
+    stream, found = find_request(
+        session.streams,
+        name,
+        stream_id=stream_id,
+        index=index,
+        message_id=message_id,
+        default=default_target,
+    )
+    if found is None:
+        n = len(stream.entries)
+        click.echo(f"no miss or rebuild in stream {stream_id} ({n} request{'s' if n != 1 else ''})")
+        if n:
+            click.echo("cachediag: --request N explains any request", err=True)
+        return
+    pos = found
     record = stream.entries[pos].record
     ex = explain_request(stream.log.id, stream.entries, pos, _prices_for(record.model, record.at))
     if as_json or jq_filter is not None:

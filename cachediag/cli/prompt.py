@@ -14,36 +14,21 @@ from cachediag.cli.common import (
     CachediagError,
     emit_json,
     finish_reading,
+    jq_option,
     pricing_option,
     report_issues,
 )
+from cachediag.cli.target import find_request, one_way, request_options
 
 
 @click.command()
 @click.argument("log", type=click.Path(path_type=Path))
-@click.option(
-    "--request",
-    "index",
-    type=click.IntRange(min=0),
-    metavar="N",
-    help="Request N of the stream (0 is the first; default: the last).",
-)
-@click.option("--message-id", metavar="ID", help="The request whose response has this id.")
-@click.option(
-    "--stream",
-    "stream_id",
-    metavar="ID",
-    default="main",
-    show_default=True,
-    help="Which conversation to look at (see analyze --json streams).",
+@request_options(
+    request_help="Request N of the stream (0 is the first; default: the last).",
+    stream_help="Which conversation to look at (see analyze --json streams).",
 )
 @click.option("--json", "as_json", is_flag=True, help="The breakdown and findings as JSON.")
-@click.option(
-    "--jq",
-    "jq_filter",
-    metavar="FILTER",
-    help="Apply a jq program to the JSON object (implies --json); strings print raw.",
-)
+@jq_option
 @click.option(
     "--all-streams",
     is_flag=True,
@@ -87,8 +72,7 @@ def prompt(
     from cachediag.pipeline import Run
     from cachediag.pricing import price_function, pricing_source
 
-    if index is not None and message_id is not None:
-        raise click.UsageError("give --request or --message-id, not both")
+    one_way(index, message_id)
     stdin = sys.stdin.buffer if str(log) == "-" else None
     run = Run(enrich=capture_join(captures_dir, no_captures))
     sessions = list(run.sessions([log], stdin, time.time()))
@@ -102,28 +86,17 @@ def prompt(
         )
     session = sessions[0]
     report_issues(session.log.issues)
-    target = None
-    for stream in session.streams:
-        if message_id is not None:
-            hit = next((e for e in stream.entries if e.record.message_id == message_id), None)
-            if hit is not None:
-                target = (stream, hit.index)
-                break
-        elif stream.log.id == stream_id:
-            if not stream.entries:
-                raise CachediagError(f"stream {stream_id!r} of {log} has no requests")
-            pos = len(stream.entries) - 1 if index is None else index
-            if pos >= len(stream.entries):
-                raise CachediagError(
-                    f"stream {stream_id!r} has {len(stream.entries)} requests (0-"
-                    f"{len(stream.entries) - 1}); no request {pos}"
-                )
-            target = (stream, pos)
-            break
-    if target is None:
-        what = f"message id {message_id!r}" if message_id else f"stream {stream_id!r}"
-        raise CachediagError(f"{log}: no {what}")
-    stream, pos = target
+    stream, found = find_request(
+        session.streams,
+        str(log),
+        stream_id=stream_id,
+        index=index,
+        message_id=message_id,
+        default=lambda entries: len(entries) - 1 if entries else None,
+    )
+    if found is None:
+        raise CachediagError(f"stream {stream_id!r} of {log} has no requests")
+    pos = found
     entry = stream.entries[pos]
     layout = layout_of(entry.record.fingerprint)
     if layout is None:

@@ -12,7 +12,13 @@ import click
 
 from cachediag.analysis.session import SessionAnalysis
 from cachediag.analysis.warm import LONGEST_TTL_S
-from cachediag.cli.common import CachediagError, emit_json, pricing_option, report_issues
+from cachediag.cli.common import (
+    CachediagError,
+    emit_json,
+    jq_option,
+    pricing_option,
+    report_issues,
+)
 from cachediag.cli.window import zone_option, zone_or_local
 
 if TYPE_CHECKING:
@@ -22,12 +28,7 @@ if TYPE_CHECKING:
 @click.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (sessions newest first).")
-@click.option(
-    "--jq",
-    "jq_filter",
-    metavar="FILTER",
-    help="Apply a jq program to the JSON object (implies --json); strings print raw.",
-)
+@jq_option
 @click.option(
     "--now", type=float, metavar="EPOCH", help="Judge warmth at this moment (Unix seconds)."
 )
