@@ -5,6 +5,8 @@ and sizes, never text). Each finding is confirmed by the usage the provider repo
 not by the layout alone: a change "forces misses" only where the ledger saw a miss with
 the cache still alive, a breakpoint is "below the minimum" only where nothing was cached,
 the lookback "cannot find" the earlier entry only where the read fell short of it.
+What each check measures a request with (its blocks' tokens and costs, where it stops
+repeating the one before) is ``prompt_request``; here are the checks and their tallies.
 """
 
 from __future__ import annotations
@@ -17,17 +19,14 @@ from cachediag.analysis.breakdown import (
     MESSAGES,
     SYSTEM,
     TOOLS,
-    BlockTokens,
-    Layout,
     Place,
-    block_tokens,
     layout_of,
     raw_tokens,
 )
-from cachediag.analysis.costs import ModelPrices, PriceFn
+from cachediag.analysis.costs import PriceFn
 from cachediag.analysis.ledger import MISS_READ_SHARE, LedgerEntry, Outcome
 from cachediag.analysis.minimums import cache_minimum
-from cachediag.model import TTL_SECONDS, Fingerprint, RequestRecord
+from cachediag.analysis.prompt_request import PromptRequest, common_prefix, divergence, reordered
 
 LOOKBACK_BLOCKS = 20
 """A breakpoint's lookup checks at most this many block boundaries before it."""
@@ -80,132 +79,7 @@ class _Tally:
         self.misses += int(miss)
 
 
-@dataclass(slots=True)
-class _Request:
-    entry: LedgerEntry
-    layout: Layout
-    prices: ModelPrices | None
-    _tokens: BlockTokens | None = None
-
-    @property
-    def record(self) -> RequestRecord:
-        return self.entry.record
-
-    @property
-    def fp(self) -> Fingerprint:
-        assert self.entry.record.fingerprint is not None
-        return self.entry.record.fingerprint
-
-    @property
-    def tokens(self) -> BlockTokens:
-        if self._tokens is None:
-            self._tokens = block_tokens(self.layout, self.record)
-        return self._tokens
-
-    def block_total(self, pos: int) -> float:
-        t = self.tokens
-        return t.read[pos] + t.written[pos] + t.uncached[pos]
-
-    def run_tokens(self, positions: range) -> float:
-        t = self.tokens
-        return sum(t.read[p] + t.written[p] + t.uncached[p] for p in positions)
-
-    def tier(self) -> ModelPrices | None:
-        return None if self.prices is None else self.prices.tier_for(self.record.total_tokens)
-
-    def input_over_read(self, tokens: float) -> float | None:
-        """What ``tokens`` paid as uncached input beyond reading them from cache."""
-        p = self.tier()
-        return None if p is None else tokens * (p.input_mtok - p.cache_read_mtok) * 1e-6
-
-    def write_price(self) -> float | None:
-        p = self.tier()
-        if p is None:
-            return None
-        r = self.record
-        c1h = r.cache_creation_1h_tokens or (r.cache_creation_tokens if r.ttl == "1h" else 0)
-        if r.cache_creation_tokens > 0:
-            share = min(c1h / r.cache_creation_tokens, 1.0)
-            return share * p.cache_write_1h_mtok + (1 - share) * p.cache_write_5m_mtok
-        return p.cache_write_1h_mtok if r.ttl == "1h" else p.cache_write_5m_mtok
-
-    def paid(self, positions: Sequence[int]) -> float | None:
-        """What these blocks cost on this request, each part at the price it was paid."""
-        p, w = self.tier(), self.write_price()
-        if p is None or w is None:
-            return None
-        t = self.tokens
-        return 1e-6 * sum(
-            t.read[i] * p.cache_read_mtok + t.written[i] * w + t.uncached[i] * p.input_mtok
-            for i in positions
-        )
-
-    def shortfall(self, prev: _Request) -> float:
-        """Tokens this request processed again although ``prev`` had left them in a live
-        cache (0 when it read what it could, or the cache had expired)."""
-        r, e = self.record, self.entry
-        could = min(prev.record.total_tokens, r.total_tokens)
-        if prev.record.cached_tokens <= 0 or r.cache_read_tokens >= MISS_READ_SHARE * could:
-            return 0.0
-        if e.gap_s is not None and e.gap_s >= TTL_SECONDS.get(prev.entry.ttl, 300.0):
-            return 0.0
-        return float(could - r.cache_read_tokens)
-
-    def rewrite_cost(self, tokens: float) -> float | None:
-        """What ``tokens`` processed again cost beyond reading them: written ones at the
-        write price, the rest at the input price."""
-        p, w = self.tier(), self.write_price()
-        if p is None or w is None:
-            return None
-        as_write = min(tokens, float(self.record.cache_creation_tokens))
-        as_input = tokens - as_write
-        return 1e-6 * (
-            as_write * (w - p.cache_read_mtok) + as_input * (p.input_mtok - p.cache_read_mtok)
-        )
-
-
-def _divergence(prev: _Request, cur: _Request) -> int | None:
-    """First position in ``cur`` whose block differs from ``prev``'s (``None``: ``cur``
-    repeats all of ``prev`` and perhaps goes on). Messages compare by their own hashes
-    first, which also see the tool-call ids the block hashes leave out."""
-    a, b = prev.layout, cur.layout
-    for lo_a, lo_b, n_a, n_b in (
-        (0, 0, a.n_tools, b.n_tools),
-        (a.n_tools, b.n_tools, a.n_system, b.n_system),
-    ):
-        for i in range(max(n_a, n_b)):
-            if i >= n_a or i >= n_b or a.prints[lo_a + i].hash != b.prints[lo_b + i].hash:
-                return lo_b + min(i, n_b)
-    ha, hb = prev.fp.message_hashes or (), cur.fp.message_hashes or ()
-    for j, h in enumerate(ha):
-        if j >= len(hb):
-            return len(b.prints)
-        if hb[j] == h:
-            continue
-        start_a, start_b = a.message_starts[j], b.message_starts[j]
-        end_b = b.message_starts[j + 1] if j + 1 < len(hb) else len(b.prints)
-        end_a = a.message_starts[j + 1] if j + 1 < len(ha) else len(a.prints)
-        for k in range(end_b - start_b):
-            if start_a + k >= end_a or a.prints[start_a + k].hash != b.prints[start_b + k].hash:
-                return start_b + k
-        return start_b
-    return None
-
-
-def _common_prefix(prev: _Request, cur: _Request) -> int:
-    d = _divergence(prev, cur)
-    return len(prev.layout.prints) if d is None else d
-
-
-def _reordered(prev: _Request, cur: _Request) -> int | None:
-    """First tool index that moved when the set is the same in another order."""
-    a, b = prev.fp.tools, cur.fp.tools
-    if not a or not b or a == b or sorted(a) != sorted(b):
-        return None
-    return next(i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y)
-
-
-def _explicit(req: _Request) -> int | None:
+def _explicit(req: PromptRequest) -> int | None:
     """The model's minimum when caching needs breakpoints, else ``None``."""
     row = cache_minimum(req.record.model)
     return row.tokens if row is not None and row.explicit else None
@@ -222,16 +96,16 @@ class _Findings:
         return found
 
 
-def _check_pair(prev: _Request, cur: _Request, out: _Findings) -> None:
+def _check_pair(prev: PromptRequest, cur: PromptRequest, out: _Findings) -> None:
     index = cur.entry.index
-    moved = _reordered(prev, cur)
+    moved = reordered(prev, cur)
     short = cur.shortfall(prev)
     miss = cur.entry.outcome is Outcome.MISS
     if moved is not None:
         t = out.tally(FindingKind.TOOLS_REORDERED, None, Place(TOOLS, moved), index)
         t.add(short, cur.rewrite_cost(short), miss)
         t.facts["tools"] = len(cur.fp.tools or ())
-    d = _divergence(prev, cur)
+    d = divergence(prev, cur)
     bps_prev = prev.layout.breakpoints
     if (
         moved is None
@@ -255,7 +129,9 @@ def _check_pair(prev: _Request, cur: _Request, out: _Findings) -> None:
     _check_lookback(prev, cur, common, out)
 
 
-def _check_stable_tail(prev: _Request, cur: _Request, minimum: int, out: _Findings) -> None:
+def _check_stable_tail(
+    prev: PromptRequest, cur: PromptRequest, minimum: int, out: _Findings
+) -> None:
     """Blocks after this request's last breakpoint that the previous request also sent
     after its own: the same content paid as uncached input again."""
     bps, bps_prev = cur.layout.breakpoints, prev.layout.breakpoints
@@ -278,7 +154,7 @@ def _check_stable_tail(prev: _Request, cur: _Request, minimum: int, out: _Findin
     t.facts["blocks"] = max(t.facts.get("blocks", 0), len(stable))
 
 
-def _check_lookback(prev: _Request, cur: _Request, common: int, out: _Findings) -> None:
+def _check_lookback(prev: PromptRequest, cur: PromptRequest, common: int, out: _Findings) -> None:
     bps_prev, bps = prev.layout.breakpoints, cur.layout.breakpoints
     cached = prev.record.cached_tokens
     if not bps_prev or not bps or cached <= 0 or common <= bps_prev[-1]:
@@ -300,7 +176,7 @@ def _check_lookback(prev: _Request, cur: _Request, common: int, out: _Findings) 
     t.facts.setdefault("from", last_cached)
 
 
-def _check_request(prev: _Request | None, cur: _Request, out: _Findings) -> None:
+def _check_request(prev: PromptRequest | None, cur: PromptRequest, out: _Findings) -> None:
     index = cur.entry.index
     _check_repeats(cur, out)
     minimum = _explicit(cur)
@@ -320,14 +196,14 @@ def _check_request(prev: _Request | None, cur: _Request, out: _Findings) -> None
     elif cur.record.total_tokens >= minimum and cur.layout.prints:
         shared = 0.0
         if prev is not None:
-            shared = cur.run_tokens(range(_common_prefix(prev, cur)))
+            shared = cur.run_tokens(range(common_prefix(prev, cur)))
         last = cur.layout.place(len(cur.layout.prints) - 1)
         tally = out.tally(FindingKind.NO_BREAKPOINT, None, last, index)
         tally.add(shared, cur.input_over_read(shared))
         tally.facts["minimum"] = minimum
 
 
-def _check_repeats(cur: _Request, out: _Findings) -> None:
+def _check_repeats(cur: PromptRequest, out: _Findings) -> None:
     layout = cur.layout
     seen: dict[str, list[int]] = {}
     floor = MIN_BLOCK_TOKENS / 4  # raw estimates are rarely off by 4x; scaled below
@@ -354,13 +230,13 @@ def _check_repeats(cur: _Request, out: _Findings) -> None:
 def find_findings(entries: Sequence[LedgerEntry], price_of: PriceFn) -> list[Finding]:
     """Every finding of one stream, the costliest first."""
     out = _Findings()
-    prev: _Request | None = None
+    prev: PromptRequest | None = None
     for entry in entries:
         layout = layout_of(entry.record.fingerprint)
         if layout is None:
             prev = None
             continue
-        cur = _Request(entry, layout, price_of(entry.record))
+        cur = PromptRequest(entry, layout, price_of(entry.record))
         if prev is not None:
             _check_pair(prev, cur, out)
         _check_request(prev, cur, out)
