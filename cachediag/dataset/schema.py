@@ -57,7 +57,8 @@ request_key                 string                  unique id of the request: me
 message_id                  string?                 API message id
 request_id                  string?                 API request id
 session_id                  string                  Claude Code session (or log) id
-project                     string?                 project folder name
+project                     string?                 the project's path (the transcripts' cwd), else
+                                                    its folder's name
 source                      string                  the file it was read from
 source_format               string                  claude-code, claude-code-otel, api-capture, ...
 stream_id                   string                  main, or one id per subagent / compaction
