@@ -182,7 +182,7 @@ def reference_audit_session(
     log = analysis.log
     out = SessionAudit(
         log.session_id,
-        log.project,
+        analysis.project,
         log.source,
         skipped_lines=len(log.issues),
     )
@@ -220,7 +220,7 @@ def reference_audit_session(
                 misses.append(
                     MissRow(
                         log.session_id,
-                        log.project,
+                        analysis.project,
                         stream.log.id,
                         kind,
                         e.index,
@@ -238,7 +238,7 @@ def reference_audit_session(
                 t.rebuild_cost_usd = miss_cost or 0.0
             out.totals.add(t)
             keys = {
-                GroupBy.PROJECT: log.project or "(none)",
+                GroupBy.PROJECT: analysis.project or "(none)",
                 GroupBy.DAY: day_of(r.at, zone),
                 GroupBy.WEEK: week_of(r.at, zone),
                 GroupBy.MONTH: month_of(r.at, zone),
