@@ -242,24 +242,15 @@ def test_tables_and_csv_of_the_dataset_are_those_of_the_logs(real_dataset: Path,
 
 
 def test_unpriced_models_and_the_price_source(duckdb: Any, tmp_path: Path) -> None:
-    """A price file that prices one model: the others are unpriced, in the dataset as in
-    the logs (``unpriced_models`` comes from its own query, run only when needed)."""
-    prices = tmp_path / "prices.json"
-    rates = {
-        "input_mtok": 3,
-        "cache_write_5m_mtok": 3.75,
-        "cache_write_1h_mtok": 6,
-        "cache_read_mtok": 0.3,
-        "output_mtok": 15,
-    }
-    prices.write_text(
-        json.dumps({"source": "one model v1", "models": {"claude-sonnet-4-5-20250929": rates}})
-    )
+    """Prices that leave a model out (the golden price file has no Haiku 3.5): it is
+    unpriced in the dataset as in the logs (``unpriced_models`` comes from its own
+    query, run only when something is unpriced)."""
+    prices = FIXTURES / "prices" / "golden.json"
     out = tmp_path / "dataset"
     result = run("export", str(REAL), "--output", str(out), "--pricing", str(prices))
     assert result.exit_code == 0, result.output
     for by in ("model", "cause"):
         want = audit_json("--by", by, "--pricing", str(prices), str(REAL))
         assert want["unpriced_models"] and want["totals"]["unpriced_requests"] > 0
-        assert want["pricing_source"] == "one model v1"
+        assert want["pricing_source"].startswith("golden test prices")
         assert_same(audit_json("--by", by, str(out)), want, by)

@@ -13,32 +13,20 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cachediag.cli.audit import BY_CHOICES
+from cachediag.report.audit import GroupRow
 from tests.conftest import REAL
 from tests.dataset_support import assert_same, audit_json, export, require_module, run
 
 BY = BY_CHOICES
-GROUP_FIELDS = [
-    "key",
-    "requests",
-    "input_tokens",
-    "cache_read_tokens",
-    "cache_creation_tokens",
-    "output_tokens",
-    "cost_usd",
-    "unpriced_requests",
-    "misses",
-    "expected_rebuilds",
-    "reprocessed_tokens",
-    "miss_cost_usd",
-    "rebuild_cost_usd",
-    "recache_share",
-]
+GROUP_FIELDS = [f.name for f in fields(GroupRow)]
+"""The JSON contract's group row: what the printed queries' columns must be named."""
 
 
 @pytest.fixture(scope="module")

@@ -12,32 +12,19 @@ The result columns are named like the fields of the JSON report (``key``, ``requ
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import UTC, tzinfo
 from enum import StrEnum
 
-from cachediag.analysis.audit import GAP_BUCKETS, GroupBy
+from cachediag.analysis.audit import GAP_BUCKETS, GroupBy, Totals
 from cachediag.analysis.whatif import Policy
 from cachediag.dataset.schema import POLICIES
 from cachediag.errors import CachediagError
 
 TABLE = "requests"
 PARTS = "audit_parts"
-TOTALS = (
-    "requests",
-    "input_tokens",
-    "cache_read_tokens",
-    "cache_creation_tokens",
-    "output_tokens",
-    "cost_usd",
-    "unpriced_requests",
-    "misses",
-    "expected_rebuilds",
-    "reprocessed_tokens",
-    "miss_cost_usd",
-    "rebuild_cost_usd",
-)
-"""The sums of a group row, in the order of ``Totals`` and of every query's columns."""
+TOTALS = tuple(f.name for f in fields(Totals))
+"""The sums of a group row: the fields of ``Totals``, in its order (``Totals(*row)``)."""
 WHATIF = (
     *(f"whatif_{p}_{part}" for p in POLICIES for part in ("cost_usd", "misses", "unpriced")),
     "whatif_keep_alive_requests",
