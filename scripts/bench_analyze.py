@@ -124,6 +124,81 @@ def build_tree(root: Path, units: list[SessionUnit], target_bytes: int) -> tuple
     return written, files, sessions
 
 
+def _is_response(line: bytes) -> bool:
+    """A transcript line both tools count: an assistant line with usage (not a subagent's
+    progress line quoting one, not a synthetic error message)."""
+    if b'"usage"' not in line:
+        return False
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return False
+    message = obj.get("message") if isinstance(obj, dict) else None
+    return (
+        obj.get("type") == "assistant"
+        and isinstance(message, dict)
+        and isinstance(message.get("usage"), dict)
+        and message.get("model") != "<synthetic>"
+    )
+
+
+def build_small_tree(
+    root: Path, units: list[SessionUnit], files: int, target_bytes: int
+) -> tuple[int, int, int]:
+    """Write ``files`` small session files of about ``target_bytes / files`` each under
+    ``root/projects``: the shape of a long-used history (thousands of short sessions),
+    where per-file costs outweigh per-byte ones.
+
+    Each file is a run of consecutive lines of a corpus main transcript, cut at line
+    boundaries and holding at least one response, under a fresh session id (file name
+    and every ``sessionId`` alike) with its response ids tagged for that file alone, so
+    no response is shared between files. Files go 200 to a project folder. Returns
+    (bytes, files, sessions) written.
+    """
+    pieces = [
+        (unit.session_id, data.splitlines(keepends=True))
+        for unit in units
+        for rel, data in unit.files
+        if len(rel.parts) == 1 and not rel.name.startswith("agent-")
+    ]
+    pieces = [(sid, lines) for sid, lines in pieces if lines]
+    if not pieces:
+        raise SystemExit("error: the corpus holds no Claude Code main transcripts")
+    written = made = 0
+    cursor = [0] * len(pieces)
+    k = 0
+    while made < files:
+        # Long lines overshoot a file's share; the files after it make up for that.
+        per_file = max(1, (target_bytes - written) // (files - made))
+        old, lines = pieces[k % len(pieces)]
+        start = cursor[k % len(pieces)]
+        chunk: list[bytes] = []
+        size = 0
+        answered = False
+        i = start
+        while i < len(lines) and (size < per_file or not answered):
+            chunk.append(lines[i])
+            size += len(lines[i])
+            answered = answered or _is_response(lines[i])
+            i += 1
+        cursor[k % len(pieces)] = 0 if i >= len(lines) else i
+        k += 1
+        if not answered:
+            continue  # a transcript's tail without a response: no session of its own
+        new = str(uuid.uuid5(_NAMESPACE, f"small:{made}"))
+        tag = f"s{made:05d}x".encode()
+        out = b"".join(chunk).replace(old.encode(), new.encode())
+        out = _RESPONSE_ID.sub(rb'"\1' + tag, out)
+        if not out.endswith(b"\n"):
+            out += b"\n"
+        dest = root / "projects" / f"small-{made // 200:03d}" / f"{new}.jsonl"
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(out)
+        written += len(out)
+        made += 1
+    return written, made, made
+
+
 def find_ccusage(prefixes: tuple[Path, ...] = (Path("/tmp/ccu"), CCUSAGE_CACHE)) -> list[str]:
     """``ccusage`` on PATH, else under one of ``prefixes``, else installed under the last."""
     on_path = shutil.which("ccusage")

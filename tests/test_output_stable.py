@@ -1,0 +1,134 @@
+"""``analyze --json`` output, byte for byte, against files recorded before the reader was
+made faster (main at ``b7fe89a``): a speed-up must not change one byte of what users get.
+
+Covered: the bundled real corpus and the rule fixtures (as folders, file by file, and
+piped on stdin), and two generated benchmark-style trees (copies of the corpus under
+fresh ids, and many small session files cut from it), each read by one process and by
+two. The recorded outputs are in ``tests/data/golden/``. When the output is meant to
+change (a new field, a fix), write them anew from a checkout whose output is right:
+
+    CACHEDIAG_WRITE_GOLDEN=1 python -m pytest tests/test_output_stable.py
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from click.testing import CliRunner
+
+from cachediag.cli import main
+from tests.conftest import FIXTURES, REAL, ROOT, RULES
+
+GOLDEN = Path(__file__).parent / "data" / "golden"
+NOW = "1800000000"
+WRITE = os.environ.get("CACHEDIAG_WRITE_GOLDEN", "") not in ("", "0")
+
+
+def _bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "bench_analyze", ROOT / "scripts/bench_analyze.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while being built
+    spec.loader.exec_module(module)
+    return module
+
+
+def _files(folder: Path) -> Iterator[Path]:
+    return iter(sorted(folder.rglob("*.jsonl")))
+
+
+def _rel(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+FOLDER_RUNS = {
+    "real": ["fixtures/real"],
+    "rules": ["fixtures/rules"],
+    "real-files": [_rel(p) for p in _files(REAL)],
+}
+FILE_RUNS = [_rel(p) for p in (*_files(REAL), *_files(RULES))]
+
+
+def _analyze(args: list[str], stdin: bytes | None = None) -> bytes:
+    result = CliRunner().invoke(main, ["analyze", "--json", "--now", NOW, *args], input=stdin)
+    assert result.exit_code in (0, 1), result.output  # 1: a file that is not a log
+    return result.stdout_bytes
+
+
+def _check(name: str, output: bytes) -> None:
+    path = GOLDEN / f"{name}.jsonl.gz"
+    if WRITE:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # mtime=0: the same output gives the same file.
+        path.write_bytes(gzip.compress(output, mtime=0))
+        return
+    expected = gzip.decompress(path.read_bytes())
+    if output != expected:
+        got, want = output.splitlines(), expected.splitlines()
+        first = next(
+            (i for i, (a, b) in enumerate(zip(got, want, strict=False)) if a != b),
+            min(len(got), len(want)),
+        )
+        pytest.fail(
+            f"{name}: output differs from {path.name} from line {first + 1} on "
+            f"({len(got)} lines, {len(want)} recorded)"
+        )
+
+
+@pytest.fixture
+def at_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Paths in the output as given: relative to the checkout, the same on every machine."""
+    monkeypatch.chdir(ROOT)
+
+
+@pytest.mark.parametrize("name", sorted(FOLDER_RUNS))
+@pytest.mark.usefixtures("at_root")
+def test_folders(name: str) -> None:
+    _check(f"folder-{name}", _analyze(["--requests", *FOLDER_RUNS[name]]))
+
+
+@pytest.mark.usefixtures("at_root")
+def test_each_file() -> None:
+    out = b"".join(
+        f"== {name}\n".encode() + _analyze(["--requests", name]) for name in FILE_RUNS
+    )
+    _check("each-file", out)
+
+
+@pytest.mark.usefixtures("at_root")
+def test_stdin() -> None:
+    out = b"".join(
+        f"== {name}\n".encode() + _analyze(["--requests", "-"], (ROOT / name).read_bytes())
+        for name in FILE_RUNS
+    )
+    _check("stdin", out)
+
+
+@pytest.fixture(scope="module")
+def trees(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copied tree (3 MiB) and a small-files tree (400 files, 2 MiB), built from the
+    bundled corpus, as the benchmark builds its trees."""
+    bench = _bench()
+    root = tmp_path_factory.mktemp("trees")
+    units = bench.read_units(FIXTURES / "real")
+    bench.build_tree(root / "copies", units, 3 << 20)
+    bench.build_small_tree(root / "small", units, 400, 2 << 20)
+    return root
+
+
+@pytest.mark.parametrize("tree", ["copies", "small"])
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_trees(trees: Path, tree: str, jobs: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(trees / tree)
+    # Each --jobs checks the same recorded file: how the work is shared changes nothing.
+    _check(f"tree-{tree}", _analyze(["--jobs", jobs, "projects"]))
+    _check(f"tree-{tree}-requests", _analyze(["--jobs", jobs, "--requests", "projects"]))
