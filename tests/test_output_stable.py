@@ -98,9 +98,7 @@ def test_folders(name: str) -> None:
 
 @pytest.mark.usefixtures("at_root")
 def test_each_file() -> None:
-    out = b"".join(
-        f"== {name}\n".encode() + _analyze(["--requests", name]) for name in FILE_RUNS
-    )
+    out = b"".join(f"== {name}\n".encode() + _analyze(["--requests", name]) for name in FILE_RUNS)
     _check("each-file", out)
 
 

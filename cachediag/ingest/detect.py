@@ -46,13 +46,17 @@ def _request_log_format(objects: list[JsonObject]) -> str | None:
 
 
 def detect_format(head: Iterable[bytes], source: str) -> str:
-    """Name the format of a log from its first lines, or say why it is not a log."""
-    objects: list[JsonObject] = []
-    bad = seen = 0
+    """Name the format of a log from its first lines, or say why it is not a log.
+
+    The lines are looked at twice: first as bytes (binary data, an event stream, how many
+    lines count), then parsed one at a time only until one is a transcript line, which
+    decides; a Claude Code file is then known from its first line, not its first 20.
+    """
+    sniffed: list[bytes] = []
+    seen = 0
     for raw in head:
         if raw is OVERLONG:  # read past, never held: a bad line, whatever it held
             seen += 1
-            bad += 1
             continue
         if b"\x00" in raw:
             raise NotALogError(f"{source}: binary data, not a JSON Lines log")
@@ -61,20 +65,24 @@ def detect_format(head: Iterable[bytes], source: str) -> str:
         seen += 1
         if raw.startswith((b"event:", b"data:")):
             return SSE_TEXT
-        try:
-            objects.append(parse_line(raw))
-        except BadLine:
-            bad += 1
+        sniffed.append(raw)
         if seen >= SNIFF_LINES:
             break
     if seen == 0:
         hint = " (nothing was piped in; pass a path instead)" if source == "-" else ""
         raise NotALogError(f"{source}: empty, no log lines{hint}")
+    objects: list[JsonObject] = []
+    for raw in sniffed:
+        try:
+            obj = parse_line(raw)
+        except BadLine:
+            continue
+        if looks_like_transcript(obj):
+            return CLAUDE_CODE
+        objects.append(obj)
     if not objects:
         where = "line 1 is not" if seen == 1 else f"none of the first {seen} lines is"
         raise NotALogError(f"{source}: {where} a JSON object; expected JSON Lines")
-    if any(looks_like_transcript(o) for o in objects):
-        return CLAUDE_CODE
     found = _request_log_format(objects)
     if found is not None:
         return found

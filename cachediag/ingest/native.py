@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     ScanChunk = Callable[
-        [bytes, int, int, tuple[bytes, ...]], tuple[list[tuple[int, int, int]], int]
+        [bytes | bytearray, int, int, tuple[bytes, ...]], tuple[list[tuple[int, int, int]], int]
     ]
     WantedLines = Callable[[bytes, int, tuple[bytes, ...]], list[int]]
 

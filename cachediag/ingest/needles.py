@@ -41,7 +41,7 @@ def _written_by_v2_or_later(head: list[bytes]) -> bool:
     return bool(versions) and all(v[:1].isdigit() and v[:1] != b"1" for v in versions)
 
 
-def py_wanted_lines(data: bytes, end: int, needles: tuple[bytes, ...]) -> list[int]:
+def py_wanted_lines(data: bytes | bytearray, end: int, needles: tuple[bytes, ...]) -> list[int]:
     """Start offsets of the lines of ``data[:end]`` holding any needle, in order.
 
     One C-level scan per needle over the whole buffer instead of a Python test per line:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import IO
 from cachediag.errors import NotALogError
 from cachediag.ingest.detect import CLAUDE_CODE, SNIFF_LINES, detect_format
 from cachediag.ingest.discover import AgentFile, SessionSource
-from cachediag.ingest.lines import OVERLONG, BadLine, parse_numbered, scan_lines
+from cachediag.ingest.lines import OVERLONG, BadLine, parse_numbered, scan_chunk, scan_lines
 from cachediag.ingest.needles import MAX_LINE_BYTES, needles_for
 from cachediag.ingest.transcript import (
     FORMAT,
@@ -40,28 +41,60 @@ def _peek(stream: IO[bytes]) -> tuple[list[bytes], Iterator[bytes]]:
 def _matching_lines(
     head: list[bytes], rest: IO[bytes], needles: tuple[bytes, ...]
 ) -> Iterator[tuple[int, bytes]]:
-    """Numbered lines holding a needle: the peeked head, then the rest of the stream."""
-    for number, raw in enumerate(head, start=1):
-        text = raw.strip()
-        odd = text and not (text.startswith(b"{") and text.endswith(b"}"))
-        if odd or any(needle in raw for needle in needles):
-            yield number, raw
+    """Numbered lines holding a needle: the peeked head, then the rest of the stream.
+
+    The head is scanned as one block, as the rest is (a small session file is mostly
+    head); with an overlong line in it, line by line."""
+    if OVERLONG in head:
+        for number, raw in enumerate(head, start=1):
+            text = raw.strip()
+            odd = text and not (text.startswith(b"{") and text.endswith(b"}"))
+            if odd or any(needle in raw for needle in needles):
+                yield number, raw
+    elif head:
+        block = b"".join(head)
+        found, _ = scan_chunk(block, 0, len(block), needles)
+        for index, start, stop in found:
+            yield index + 1, block[start:stop]
     yield from scan_lines(rest, needles, first_line=len(head) + 1)
 
 
-def _feed_file(reader: TranscriptReader, path: Path, session: SessionLog, *, strict: bool) -> bool:
+Sniffed = tuple[IO[bytes], list[bytes], NotALogError | None]
+"""A file already opened and its format decided: its stream, first lines and, when it
+is not a log, why (``read_sessions`` looks at a lone file once, not once per reader)."""
+
+
+def _sniff(fp: IO[bytes], source: str) -> tuple[list[bytes], str | None, NotALogError | None]:
+    head, _ = _peek(fp)
+    try:
+        return head, detect_format(head, source), None
+    except NotALogError as exc:
+        return head, None, exc
+
+
+def _feed_file(
+    reader: TranscriptReader,
+    path: Path,
+    session: SessionLog,
+    *,
+    strict: bool,
+    sniffed: Sniffed | None = None,
+) -> bool:
     """Feed one file to ``reader``; False when it is not a log (and ``strict`` is off) or
     cannot be read (then listed in ``session.unreadable``: the run goes on without it)."""
     source = str(path)
     try:
-        with path.open("rb") as fp:
-            head, _ = _peek(fp)
-            try:
-                detect_format(head, source)
-            except NotALogError as exc:
+        with contextlib.ExitStack() as stack:
+            fp: IO[bytes]
+            if sniffed is None:
+                fp = stack.enter_context(path.open("rb"))
+                head, _, error = _sniff(fp, source)
+            else:
+                fp, head, error = sniffed
+            if error is not None:
                 if strict:
-                    raise
-                session.issues.append(LineIssue(source, 0, str(exc).removeprefix(f"{source}: ")))
+                    raise error
+                session.issues.append(LineIssue(source, 0, str(error).removeprefix(f"{source}: ")))
                 return False
             needles = needles_for(head, follow_chains=reader.file_stream is None)
             matching = _matching_lines(head, fp, needles)
@@ -83,29 +116,30 @@ def unreadable_reason(exc: OSError) -> str:
     return f"cannot read ({exc.strerror or exc})"
 
 
-def _read_request_log_file(src: SessionSource, path: Path) -> list[SessionLog] | None:
-    """A capture, usage log or export named on its own; ``None`` when it is a transcript
-    (or cannot be opened: the transcript reader then reports it)."""
-    from cachediag.ingest.requestlog import read_request_logs
-
+def _read_lone_file(src: SessionSource, path: Path, claimed: Claims | None) -> list[SessionLog]:
+    """A session of one file: a capture, usage log or export named on its own, or a
+    transcript. The file is opened and its format decided once, for either reader."""
     source = str(path)
     try:
-        with path.open("rb") as fp:
-            head, lines = _peek(fp)
-            try:
-                fmt = detect_format(head, source)
-            except NotALogError:
-                if src.explicit:
-                    raise
-                return None
-            if fmt == CLAUDE_CODE:
-                return None
-            logs = read_request_logs(fmt, lines, source, src.session_id, path)
-    except OSError:
-        return None
-    for log in logs:
-        log.project = log.project or src.project
-    return logs
+        fp = path.open("rb")
+    except OSError:  # the transcript reader reports it
+        return [_read_transcript_session(src, claimed)]
+    with fp:
+        try:
+            head, fmt, error = _sniff(fp, source)
+            if error is not None and src.explicit:
+                raise error
+            if fmt is not None and fmt != CLAUDE_CODE:
+                from cachediag.ingest.requestlog import read_request_logs
+
+                lines = itertools.chain(head, fp)
+                logs = read_request_logs(fmt, lines, source, src.session_id, path)
+                for log in logs:
+                    log.project = log.project or src.project
+                return logs
+        except OSError:  # read again by the transcript reader, which reports it
+            return [_read_transcript_session(src, claimed)]
+        return [_read_transcript_session(src, claimed, (fp, head, error))]
 
 
 Claims = dict[tuple[str, str | None], str]
@@ -127,7 +161,12 @@ def _largest_first(paths: list[Path]) -> list[Path]:
 
 
 def _feed_copies(
-    reader: TranscriptReader, paths: list[Path], session: SessionLog, *, strict: bool
+    reader: TranscriptReader,
+    paths: list[Path],
+    session: SessionLog,
+    *,
+    strict: bool,
+    sniffed: Sniffed | None = None,
 ) -> tuple[bool, set[str]]:
     """Feed every copy of one file to the same reader, so that each response counts once.
 
@@ -137,7 +176,9 @@ def _feed_copies(
     grown: set[str] = set()
     for i, path in enumerate(_largest_first(paths)):
         before = {sid: len(s.items) for sid, s in session.streams.items()}
-        readable = _feed_file(reader, path, session, strict=strict) or readable
+        # A lone file (no copies) may come opened already: then ``paths`` is only it.
+        first = sniffed if i == 0 else None
+        readable = _feed_file(reader, path, session, strict=strict, sniffed=first) or readable
         if i:
             grown.update(
                 sid for sid, s in session.streams.items() if len(s.items) > before.get(sid, 0)
@@ -157,13 +198,13 @@ def read_sessions(src: SessionSource, claimed: Claims | None = None) -> list[Ses
     """The sessions of one source: one, except for an OpenTelemetry export, which holds
     a session per ``session.id``."""
     if src.main is not None and not src.agents and not src.copies:
-        logs = _read_request_log_file(src, src.main)
-        if logs is not None:
-            return logs
+        return _read_lone_file(src, src.main, claimed)
     return [_read_transcript_session(src, claimed)]
 
 
-def _read_transcript_session(src: SessionSource, claimed: Claims | None) -> SessionLog:
+def _read_transcript_session(
+    src: SessionSource, claimed: Claims | None, sniffed: Sniffed | None = None
+) -> SessionLog:
     session = SessionLog(src.session_id, src.source, FORMAT, project=src.project)
     mains = src.mains
     session.main_present = bool(mains)
@@ -172,7 +213,7 @@ def _read_transcript_session(src: SessionSource, claimed: Claims | None) -> Sess
     if mains:
         reader = TranscriptReader(session, str(mains[0]), claimed=claimed)
         strict = src.explicit and len(mains) == 1
-        readable, grown = _feed_copies(reader, mains, session, strict=strict)
+        readable, grown = _feed_copies(reader, mains, session, strict=strict, sniffed=sniffed)
         session.main_unreadable = not readable
         # A main file that could not be read at all: its conversation is not known.
         session.main_present = len(session.unreadable) < len(mains)
