@@ -8,6 +8,10 @@ ratios, and whether the two agree on the token totals of the tree (exit 1 if not
 docs/benchmarks.md has the method and the figures.
 
     python scripts/bench_analyze.py [--size-mb 100] [--runs 5] [--keep] [--install venv|none]
+    python scripts/bench_analyze.py --small-files 10000 [--size-mb 100]
+
+``--small-files N`` builds a tree of N small session files (``--size-mb`` in all) instead
+of whole copies: the shape of a long-used history, where per-file costs dominate.
 
 The cachediag under test is, by default, this checkout installed with ``pip install`` into
 a virtual environment of its own (made once, refreshed every run), run through its
@@ -36,6 +40,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_CORPUS = REPO.parent / "shared" / "corpus" / "claude-code"
+"""Beside the checkout; a git worktree elsewhere finds it beside its main checkout."""
 BUNDLED_CORPUS = REPO / "fixtures" / "real"
 CCUSAGE_VERSION = "20.0.24"
 CCUSAGE_PACKAGES = (f"ccusage@{CCUSAGE_VERSION}", f"@ccusage/ccusage-linux-x64@{CCUSAGE_VERSION}")
@@ -197,6 +202,20 @@ def build_small_tree(
         written += len(out)
         made += 1
     return written, made, made
+
+
+def shared_corpus() -> Path | None:
+    """The shared corpus beside this checkout, or beside the main checkout of this git
+    worktree; ``None`` when neither has one (a plain clone: the bundled corpus is used)."""
+    places = [SHARED_CORPUS]
+    common = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "--path-format=absolute", "--git-common-dir"],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    if common:
+        places.append(Path(common).parent.parent / "shared" / "corpus" / "claude-code")
+    return next((p for p in places if p.is_dir()), None)
 
 
 def find_ccusage(prefixes: tuple[Path, ...] = (Path("/tmp/ccu"), CCUSAGE_CACHE)) -> list[str]:
@@ -536,6 +555,12 @@ def copy_checkout(repo: Path, dest: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size-mb", type=float, default=100.0, help="tree size in MiB")
+    parser.add_argument(
+        "--small-files",
+        type=int,
+        metavar="N",
+        help="a tree of N small session files (--size-mb in all) instead of whole copies",
+    )
     parser.add_argument("--runs", type=int, default=5, help="timed runs per tool")
     parser.add_argument("--corpus", type=Path, help="folder of project folders to copy")
     parser.add_argument("--keep", action="store_true", help="keep the tree; print its path")
@@ -550,7 +575,7 @@ def main(argv: list[str] | None = None) -> int:
         "(default); none: python -m cachediag with PYTHONPATH",
     )
     args = parser.parse_args(argv)
-    corpus = args.corpus or (SHARED_CORPUS if SHARED_CORPUS.is_dir() else BUNDLED_CORPUS)
+    corpus = args.corpus or shared_corpus() or BUNDLED_CORPUS
 
     ccusage = find_ccusage()
     if args.install == "venv":
@@ -575,7 +600,11 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="cachediag-bench-"))
     try:
         tree = tmp / "tree"
-        size, files, sessions = build_tree(tree, read_units(corpus), int(args.size_mb * MIB))
+        units, target = read_units(corpus), int(args.size_mb * MIB)
+        if args.small_files:
+            size, files, sessions = build_small_tree(tree, units, args.small_files, target)
+        else:
+            size, files, sessions = build_tree(tree, units, target)
         print(f"corpus:    {corpus}")
         print(
             f"tree:      {tree}/projects: {size / MIB:.1f} MiB, {files} files, {sessions} sessions"
@@ -625,6 +654,8 @@ def main(argv: list[str] | None = None) -> int:
         ours = tools[0].name
         for name, kib in list(trees.items())[1:]:
             print(f"  ratio {ours}/{name}: {trees[ours] / kib:.2f}x")
+        load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+        print(f"\nload average at the end: {load}")
         agree = check_totals(tools[0].last_stdout, tools[1].last_stdout)
         if args.keep:
             print(f"\ntree kept at {tree}")
