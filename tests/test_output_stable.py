@@ -1,5 +1,6 @@
 """``analyze --json`` output, byte for byte, against files recorded before the reader was
-made faster (main at ``b7fe89a``): a speed-up must not change one byte of what users get.
+made faster (main at ``b46bfc9``, sessions oldest first): a speed-up must not change one
+byte of what users get.
 
 Covered: the bundled real corpus and the rule fixtures (as folders, file by file, and
 piped on stdin), and two generated benchmark-style trees (copies of the corpus under
@@ -8,6 +9,9 @@ two. The recorded outputs are in ``tests/data/golden/``. When the output is mean
 change (a new field, a fix), write them anew from a checkout whose output is right:
 
     CACHEDIAG_WRITE_GOLDEN=1 python -m pytest tests/test_output_stable.py
+
+(with this test file and scripts/bench_analyze.py copied into a checkout of main, and
+PYTHONPATH pointing at it, to record what main writes before a change of speed).
 """
 
 from __future__ import annotations
