@@ -1,7 +1,8 @@
-"""The one part of the build pyproject.toml cannot declare: the optional C line scanner.
+"""The one part of the build pyproject.toml cannot declare: the optional C extensions,
+the line scanner and the JSON line encoder.
 
 ``optional=True``: where no compiler is available the install still succeeds and
-cachediag falls back to its pure-Python scanner (same results, slower on large trees).
+cachediag falls back to its pure-Python twins (same results, slower on large trees).
 """
 
 import sys
@@ -19,6 +20,12 @@ setup(
             sources=["cachediag/ingest/_scan.c"],
             extra_compile_args=STRICT,
             optional=True,
-        )
+        ),
+        Extension(
+            "cachediag.report._json",
+            sources=["cachediag/report/_json.c"],
+            extra_compile_args=STRICT,
+            optional=True,
+        ),
     ]
 )

@@ -168,7 +168,7 @@ class SessionJson:
         """When the session started, and its JSON line (empty for a session with no
         request in the window)."""
         from cachediag.pricing import price_function, pricing_source
-        from cachediag.report.serialize import session_dict
+        from cachediag.report.serialize import json_line, session_dict
 
         if not self.window.open and not in_window(a, self.window):
             return first_at(a), ""
@@ -179,7 +179,7 @@ class SessionJson:
             price_of=price_function(self.pricing_file),
             pricing_source=pricing_source(self.pricing_file),
         )
-        return first_at(a), json.dumps(obj, ensure_ascii=False)
+        return first_at(a), json_line(obj)
 
 
 class TimeOrder:

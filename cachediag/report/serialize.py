@@ -7,6 +7,9 @@ pydantic models that document and validate exactly these shapes.
 
 from __future__ import annotations
 
+import json
+import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from cachediag.analysis.costs import (
@@ -22,6 +25,33 @@ from cachediag.analysis.summary import PromptCache
 
 if TYPE_CHECKING:  # annotations only: the status line imports this module on its own
     from cachediag.analysis.session import SessionAnalysis, StreamAnalysis
+
+
+def _native_dumps() -> Callable[[object], str] | None:
+    """The compiled encoder (``_json.c``), unless not built or ``CACHEDIAG_PURE_PYTHON``."""
+    if os.environ.get("CACHEDIAG_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    try:
+        from cachediag.report import _json
+    except ImportError:  # built without a compiler (setup.py marks it optional)
+        return None
+    return _json.dumps if getattr(_json, "API", None) == 1 else None
+
+
+_DUMPS = _native_dumps()
+
+
+def json_line(obj: object) -> str:
+    """``json.dumps(obj, ensure_ascii=False)``, the line every JSON output prints: the
+    compiled encoder writes the same text (tests/test_json_native.py) several times
+    faster, and hands what it does not take (another type, a lone surrogate) back."""
+    if _DUMPS is not None:
+        try:
+            return _DUMPS(obj)
+        except TypeError:
+            pass
+    return json.dumps(obj, ensure_ascii=False)
+
 
 SCHEMA_VERSION = 2
 """2: a request's ``tools_added`` / ``tools_removed`` are counts, as in ``prompt_cache``

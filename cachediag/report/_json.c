@@ -1,0 +1,236 @@
+/* cachediag's JSON lines, compiled: exactly json.dumps(obj, ensure_ascii=False).
+ *
+ * `analyze --json` renders one object per session; on a history of 10,000 small sessions
+ * the standard library's encoder (its per-call set-up, its list of chunks) is a tenth of
+ * the run. This writes the same bytes in one pass into one buffer, for the types the
+ * serializer builds: dicts with str keys, lists, tuples, str (and str subclasses such as
+ * StrEnum), int (not bool), float, bool and None (containers of exactly those types). Anything else (another type, a key that
+ * is not a str, a lone surrogate, nesting past 64 levels) raises TypeError and the caller
+ * uses json.dumps, so the answer never depends on this file.
+ * tests/test_json_native.py holds the two to identical output.
+ *
+ * Plain C and the Python C API; setup.py marks the extension optional.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+
+#define JSON_API 1
+#define MAX_DEPTH 64
+
+typedef struct {
+    char *data;
+    Py_ssize_t len, cap;
+} Out;
+
+static int
+reserve(Out *out, Py_ssize_t more)
+{
+    if (out->len + more <= out->cap)
+        return 0;
+    Py_ssize_t cap = out->cap ? out->cap : 1024;
+    while (cap < out->len + more)
+        cap *= 2;
+    char *data = PyMem_Realloc(out->data, (size_t)cap);
+    if (data == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    out->data = data;
+    out->cap = cap;
+    return 0;
+}
+
+static int
+put(Out *out, const char *s, Py_ssize_t n)
+{
+    if (reserve(out, n) < 0)
+        return -1;
+    memcpy(out->data + out->len, s, (size_t)n);
+    out->len += n;
+    return 0;
+}
+
+static int
+unsupported(const char *what)
+{
+    PyErr_SetString(PyExc_TypeError, what);
+    return -1;
+}
+
+/* json's escape_unicode: " \ \b \f \n \r \t short, other controls as \u00xx (lower
+ * case), every other character as it is (UTF-8 here). */
+static int
+put_string(Out *out, PyObject *s)
+{
+    Py_ssize_t n;
+    const char *utf8 = PyUnicode_AsUTF8AndSize(s, &n);
+    if (utf8 == NULL) { /* a lone surrogate: json.dumps keeps it, UTF-8 cannot */
+        PyErr_Clear();
+        return unsupported("string not encodable as UTF-8");
+    }
+    if (reserve(out, n + 2) < 0)
+        return -1;
+    out->data[out->len++] = '"';
+    Py_ssize_t run = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)utf8[i];
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        if (put(out, utf8 + run, i - run) < 0)
+            return -1;
+        char esc[6] = {'\\', 0, 0, 0, 0, 0};
+        Py_ssize_t len = 2;
+        switch (c) {
+        case '"': esc[1] = '"'; break;
+        case '\\': esc[1] = '\\'; break;
+        case '\b': esc[1] = 'b'; break;
+        case '\f': esc[1] = 'f'; break;
+        case '\n': esc[1] = 'n'; break;
+        case '\r': esc[1] = 'r'; break;
+        case '\t': esc[1] = 't'; break;
+        default:
+            esc[1] = 'u';
+            esc[2] = '0';
+            esc[3] = '0';
+            esc[4] = "0123456789abcdef"[c >> 4];
+            esc[5] = "0123456789abcdef"[c & 0xf];
+            len = 6;
+        }
+        if (put(out, esc, len) < 0)
+            return -1;
+        run = i + 1;
+    }
+    if (put(out, utf8 + run, n - run) < 0 || put(out, "\"", 1) < 0)
+        return -1;
+    return 0;
+}
+
+/* The text of a repr (int.__repr__, float.__repr__), ASCII by construction. */
+static int
+put_repr(Out *out, PyObject *text)
+{
+    if (text == NULL)
+        return -1;
+    Py_ssize_t n;
+    const char *s = PyUnicode_AsUTF8AndSize(text, &n);
+    int failed = s == NULL ? -1 : put(out, s, n);
+    Py_DECREF(text);
+    return failed;
+}
+
+static int put_value(Out *out, PyObject *obj, int depth);
+
+static int
+put_items(Out *out, PyObject *seq, int depth)
+{
+    PyObject *fast = PySequence_Fast(seq, "a list or tuple");
+    if (fast == NULL)
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    int failed = put(out, "[", 1);
+    for (Py_ssize_t i = 0; i < n && !failed; i++) {
+        if (i)
+            failed = put(out, ", ", 2);
+        if (!failed)
+            failed = put_value(out, PySequence_Fast_GET_ITEM(fast, i), depth + 1);
+    }
+    Py_DECREF(fast);
+    return failed ? -1 : put(out, "]", 1);
+}
+
+static int
+put_dict(Out *out, PyObject *dict, int depth)
+{
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    int first = 1;
+    if (put(out, "{", 1) < 0)
+        return -1;
+    while (PyDict_Next(dict, &pos, &key, &value)) {
+        if (!PyUnicode_Check(key))
+            return unsupported("a key that is not a str");
+        if (!first && put(out, ", ", 2) < 0)
+            return -1;
+        first = 0;
+        /* Borrowed references: hold them while a value's repr could run Python code. */
+        Py_INCREF(key);
+        Py_INCREF(value);
+        int failed = put_string(out, key) < 0 || put(out, ": ", 2) < 0 ||
+                     put_value(out, value, depth + 1) < 0;
+        Py_DECREF(key);
+        Py_DECREF(value);
+        if (failed)
+            return -1;
+    }
+    return put(out, "}", 1);
+}
+
+static int
+put_value(Out *out, PyObject *obj, int depth)
+{
+    if (depth > MAX_DEPTH)
+        return unsupported("nested too deeply");
+    if (obj == Py_None)
+        return put(out, "null", 4);
+    if (obj == Py_True)
+        return put(out, "true", 4);
+    if (obj == Py_False)
+        return put(out, "false", 5);
+    if (PyUnicode_Check(obj))
+        return put_string(out, obj);
+    if (PyLong_Check(obj))
+        return put_repr(out, PyLong_Type.tp_repr(obj));
+    if (PyFloat_Check(obj)) {
+        double x = PyFloat_AS_DOUBLE(obj);
+        if (Py_IS_NAN(x))
+            return put(out, "NaN", 3);
+        if (Py_IS_INFINITY(x))
+            return x > 0 ? put(out, "Infinity", 8) : put(out, "-Infinity", 9);
+        return put_repr(out, PyFloat_Type.tp_repr(obj));
+    }
+    /* Exact types only: json.dumps reads a subclass through its own methods. */
+    if (PyList_CheckExact(obj) || PyTuple_CheckExact(obj))
+        return put_items(out, obj, depth);
+    if (PyDict_CheckExact(obj))
+        return put_dict(out, obj, depth);
+    return unsupported("a type json.dumps is left to encode");
+}
+
+PyDoc_STRVAR(dumps_doc,
+"dumps(obj) -> str\n\n"
+"json.dumps(obj, ensure_ascii=False) for dicts with str keys, lists, tuples, str, int,\n"
+"float, bool and None; TypeError for anything else.");
+
+static PyObject *
+dumps(PyObject *self, PyObject *obj)
+{
+    (void)self;
+    Out out = {NULL, 0, 0};
+    PyObject *result = NULL;
+    if (put_value(&out, obj, 0) == 0)
+        result = PyUnicode_DecodeUTF8(out.data ? out.data : "", out.len, "strict");
+    PyMem_Free(out.data);
+    return result;
+}
+
+static PyMethodDef json_methods[] = {
+    {"dumps", dumps, METH_O, dumps_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef json_module = {
+    PyModuleDef_HEAD_INIT, "_json", "Compiled JSON lines (see report/serialize.py).", -1,
+    json_methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__json(void)
+{
+    PyObject *module = PyModule_Create(&json_module);
+    if (module != NULL && PyModule_AddIntConstant(module, "API", JSON_API) < 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}

@@ -1,0 +1,3 @@
+API: int
+
+def dumps(obj: object) -> str: ...

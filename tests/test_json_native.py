@@ -1,0 +1,103 @@
+"""The compiled JSON line encoder (``report/_json.c``) writes what ``json.dumps`` writes."""
+
+from __future__ import annotations
+
+import json
+import math
+from enum import IntEnum, StrEnum
+from typing import Any
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from cachediag.report.serialize import json_line
+from tests.conftest import ROOT
+
+_json = pytest.importorskip(
+    "cachediag.report._json", reason="the C JSON encoder was not built (no compiler?)"
+)
+
+
+class Cause(StrEnum):
+    TTL = "ttl_expired"
+
+
+class Level(IntEnum):
+    HIGH = 3
+
+
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text()
+    | st.sampled_from([Cause.TTL, Level.HIGH, 1e-05, 1e16, -0.0, 5e-324, '\x00\x1f"\\\u2028é😀'])
+)
+values = st.recursive(
+    scalars,
+    lambda inner: (
+        st.lists(inner, max_size=5)
+        | st.lists(inner, max_size=3).map(tuple)
+        | st.dictionaries(st.text(max_size=8), inner, max_size=5)
+    ),
+    max_leaves=40,
+)
+
+
+def _nested(depth: int) -> list[Any]:
+    obj: list[Any] = [1]
+    for _ in range(depth):
+        obj = [obj]
+    return obj
+
+
+def _reference(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(obj=values)
+@example(obj={"a": [1, 2.5, None, True], "b": {}, "c": [], "d": "x\ny"})
+@example(obj=[math.nan, math.inf, -math.inf])
+def test_native_matches_json_dumps(obj: Any) -> None:
+    assert _json.dumps(obj) == _reference(obj)
+    assert json_line(obj) == _reference(obj)
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        {1: "int key"},
+        {"set": {1, 2}},
+        "\ud800 lone surrogate",
+        _nested(70),
+        type("D", (dict,), {})(a=1),
+    ],
+    ids=["int-key", "set", "surrogate", "deep", "dict-subclass"],
+)
+def test_what_it_does_not_take_goes_to_json_dumps(obj: Any) -> None:
+    with pytest.raises(TypeError):
+        _json.dumps(obj)
+    try:
+        expected = _reference(obj)
+    except TypeError:  # json.dumps refuses it too: so must json_line
+        with pytest.raises(TypeError):
+            json_line(obj)
+        return
+    assert json_line(obj) == expected
+
+
+def test_real_outputs_round_trip() -> None:
+    """Every object of the recorded analyze outputs, re-encoded, gives its own line."""
+    import gzip
+
+    golden = ROOT / "tests" / "data" / "golden"
+    lines = 0
+    for path in sorted(golden.glob("*.jsonl.gz")):
+        for line in gzip.decompress(path.read_bytes()).decode().splitlines():
+            if line.startswith("{"):
+                assert _json.dumps(json.loads(line)) == line
+                lines += 1
+    assert lines > 100
