@@ -626,7 +626,10 @@ def main(argv: list[str] | None = None) -> int:
             Tool(
                 "cachediag",
                 [*command, "analyze", "--json", str(tree / "projects")],
-                env,
+                # A price cache of its own, filled by the warm-up run as a user's is by
+                # their first: a shared one that other installs (another genai-prices
+                # build) rewrite would make every run load the price data again.
+                dict(env, XDG_CACHE_HOME=str(tmp / "cache")),
             ),
             Tool("ccusage", [*ccusage, *cc_args], cc_env),
         ]
