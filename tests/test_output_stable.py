@@ -1,5 +1,6 @@
 """``analyze --json`` output, byte for byte, against files recorded before the reader was
-made faster (main at ``b46bfc9``, sessions oldest first): a speed-up must not change one
+made faster (main at ``3f73edf``: sessions oldest first, project from the cwd): a
+speed-up must not change one
 byte of what users get.
 
 Covered: the bundled real corpus and the rule fixtures (as folders, file by file, and
