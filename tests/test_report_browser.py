@@ -190,6 +190,8 @@ def test_injected_markup_is_shown_as_text_never_run(
     project.mkdir()
     text = (RULES / "model_changed.jsonl").read_text()
     text = text.replace("claude-sonnet-4-5-20250929", json.dumps(INJECTED)[1:-1])
+    # The session picker names the project by the transcripts' cwd: markup there too.
+    text = text.replace("/home/USER/project", json.dumps(str(project))[1:-1])
     (project / "00000000-0000-4000-8000-000000000000.jsonl").write_text(text)
     opened = Opened(browser, write_report(tmp, str(project)))
     page = opened.page
