@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from hypothesis import settings
@@ -41,3 +44,15 @@ def corpus() -> Path:
     if not (CORPUS / "claude-code").is_dir():
         pytest.skip("../shared/corpus is not present (a plain clone)")
     return CORPUS
+
+
+def bench_analyze_module() -> ModuleType:
+    """scripts/bench_analyze.py as a module (its tree builders are tested and reused)."""
+    spec = importlib.util.spec_from_file_location(
+        "bench_analyze", ROOT / "scripts/bench_analyze.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while being built
+    spec.loader.exec_module(module)
+    return module

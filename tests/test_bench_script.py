@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 from collections import Counter
 from pathlib import Path
 from types import ModuleType
@@ -14,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from cachediag.cli import main
-from tests.conftest import REAL, ROOT
+from tests.conftest import REAL, bench_analyze_module
 
 SESSION_ID = re.compile(rb'"sessionId":"([^"]+)"')
 MESSAGE_ID = re.compile(rb'"id":"(msg_[^"]+)"')
@@ -22,14 +20,7 @@ MESSAGE_ID = re.compile(rb'"id":"(msg_[^"]+)"')
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "bench_analyze", ROOT / "scripts/bench_analyze.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while being built
-    spec.loader.exec_module(module)
-    return module
+    return bench_analyze_module()
 
 
 def _totals(path: Path) -> Counter[tuple[int, ...]]:

@@ -1,7 +1,6 @@
 """``analyze --json`` output, byte for byte, against files recorded before the reader was
 made faster (main at ``3f73edf``: sessions oldest first, project from the cwd): a
-speed-up must not change one
-byte of what users get.
+speed-up must not change one byte of what users get.
 
 Covered: the bundled real corpus and the rule fixtures (as folders, file by file, and
 piped on stdin), and two generated benchmark-style trees (copies of the corpus under
@@ -18,33 +17,19 @@ PYTHONPATH pointing at it, to record what main writes before a change of speed).
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from click.testing import CliRunner
 
 from cachediag.cli import main
-from tests.conftest import FIXTURES, REAL, ROOT, RULES
+from tests.conftest import FIXTURES, REAL, ROOT, RULES, bench_analyze_module
 
 GOLDEN = Path(__file__).parent / "data" / "golden"
 NOW = "1800000000"
 WRITE = os.environ.get("CACHEDIAG_WRITE_GOLDEN", "") not in ("", "0")
-
-
-def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "bench_analyze", ROOT / "scripts/bench_analyze.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while being built
-    spec.loader.exec_module(module)
-    return module
 
 
 def _files(folder: Path) -> Iterator[Path]:
@@ -120,7 +105,7 @@ def test_stdin() -> None:
 def trees(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copied tree (3 MiB) and a small-files tree (400 files, 2 MiB), built from the
     bundled corpus, as the benchmark builds its trees."""
-    bench = _bench()
+    bench = bench_analyze_module()
     root = tmp_path_factory.mktemp("trees")
     units = bench.read_units(FIXTURES / "real")
     bench.build_tree(root / "copies", units, 3 << 20)
