@@ -50,20 +50,10 @@ class Totals:
         self.rebuild_cost_usd += o.rebuild_cost_usd
 
     def copy(self) -> Totals:
-        return Totals(
-            self.requests,
-            self.input_tokens,
-            self.cache_read_tokens,
-            self.cache_creation_tokens,
-            self.output_tokens,
-            self.cost_usd,
-            self.unpriced_requests,
-            self.misses,
-            self.expected_rebuilds,
-            self.reprocessed_tokens,
-            self.miss_cost_usd,
-            self.rebuild_cost_usd,
-        )
+        # Each field is 0 plus itself: the same value (a sum from 0.0 is never -0.0).
+        twin = Totals()
+        twin.add(self)
+        return twin
 
     @property
     def recache_share(self) -> float | None:
