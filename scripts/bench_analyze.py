@@ -401,8 +401,11 @@ def cachediag_totals(stdout: bytes) -> tuple[Totals, dict[str, Row], dict[tuple[
         )
         _add(total, row)
         per_session[obj["session_id"]] = row
+        # ccusage's projectPath is the project folder's name; cachediag's `project` is the
+        # transcripts' cwd when they carry one, so the folder comes from the source path.
+        folder = Path(obj["source"]).parent.name if obj.get("source") else ""
         for stream in obj["streams"]:
-            owners[(obj.get("project") or "", stream["id"])] = obj["session_id"]
+            owners[(folder, stream["id"])] = obj["session_id"]
     return total, per_session, owners
 
 

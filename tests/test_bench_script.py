@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from cachediag.cli import main
-from tests.conftest import REAL, bench_analyze_module
+from tests.conftest import REAL, ROOT, bench_analyze_module
 
 SESSION_ID = re.compile(rb'"sessionId":"([^"]+)"')
 MESSAGE_ID = re.compile(rb'"id":"(msg_[^"]+)"')
@@ -74,3 +74,17 @@ def test_copies_keep_every_token(bench: ModuleType, tmp_path: Path) -> None:
     for project in ("spotter", "claude-code-viewer"):
         copy = tmp_path / "projects" / f"{project}-copy01"
         assert _totals(copy) == _totals(REAL / project)
+
+
+def test_token_check_folds_agent_files_by_folder_not_cwd(bench: ModuleType) -> None:
+    """The check agrees with ccusage's recorded answer on the bundled sessions.
+
+    Their transcripts carry a cwd (`/path/to/Demo`), which cachediag names the project by,
+    while ccusage names it by the folder: the agent-*.jsonl rows must still be folded.
+    """
+    recorded = json.loads((ROOT / "tests/data/ccusage_sessions_fixtures.json").read_text())
+    trees = [str(ROOT / tree) for tree in recorded["trees"]]
+    result = CliRunner().invoke(main, ["analyze", "--json", "--now", "0", *trees])
+    assert result.exit_code == 0, result.output
+    ccusage_stdout = json.dumps({"sessions": recorded["sessions"]}).encode()
+    assert bench.check_totals(result.stdout.encode(), ccusage_stdout)
