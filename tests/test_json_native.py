@@ -101,3 +101,25 @@ def test_real_outputs_round_trip() -> None:
                 assert _json.dumps(json.loads(line)) == line
                 lines += 1
     assert lines > 100
+
+
+def _circular() -> list[Any]:
+    obj: list[Any] = []
+    obj.append(obj)
+    return obj
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [{1.5: "float key"}, {True: "bool key"}, {None: "null key"}, _circular()],
+    ids=["float-key", "bool-key", "none-key", "circular"],
+)
+def test_json_line_answers_as_json_dumps_does(obj: Any) -> None:
+    """Keys json.dumps converts, and a loop it refuses: the same text, or the same error."""
+    try:
+        expected = _reference(obj)
+    except ValueError:
+        with pytest.raises(ValueError, match="Circular reference"):
+            json_line(obj)
+        return
+    assert json_line(obj) == expected
