@@ -11,6 +11,14 @@ from types import ModuleType
 import pytest
 from hypothesis import settings
 
+# The proxy tests (aiohttp) and the dataset tests (duckdb, pyarrow) skip where their extra
+# is missing; .ci/run installs them (the test extra), so in CI a missing one is a broken
+# install that must fail the run, never a silent skip.
+if os.environ.get("CI"):
+    for _module in ("aiohttp", "duckdb", "pyarrow"):
+        if importlib.util.find_spec(_module) is None:
+            raise ImportError(f"{_module} is not installed, but .ci/run installs it (CI is set)")
+
 # Developers' runs explore new random examples every time; CI (HYPOTHESIS_PROFILE=ci, set
 # by .ci/run) replays a fixed set, so that a landing never depends on the draw. Failures
 # found locally are pinned with @example.
