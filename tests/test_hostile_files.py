@@ -412,6 +412,18 @@ def test_state_of_vanished_transcripts_is_removed(tmp_path: Path, cache_home: Pa
     assert state.sweep(str(folder)) == 0  # not again within the day
 
 
+def _analyze_reporting_peak(path: Path) -> subprocess.CompletedProcess[str]:
+    """``analyze --json PATH`` in a process of its own that prints its peak RSS (VmHWM)."""
+    return subprocess.run(
+        [sys.executable, "-c", REPORT_PEAK, "analyze", "--json", str(path)],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads VmHWM (Linux)")
 def test_batch_reader_skips_an_overlong_line_in_bounded_memory(tmp_path: Path) -> None:
     """Finding 9 (past the first lines, which format detection reads): a 200 MB line is
@@ -422,14 +434,7 @@ def test_batch_reader_skips_an_overlong_line_in_bounded_memory(tmp_path: Path) -
         fp.write(lines[0] + b'{"type":"progress","data":"y"}\n' * 40)
         fp.write(b'{"type":"progress","data":"' + b"x" * (200 << 20) + b'"}\n')
         fp.write(b"".join(lines[1:]))
-    proc = subprocess.run(
-        [sys.executable, "-c", REPORT_PEAK, "analyze", "--json", str(path)],
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    proc = _analyze_reporting_peak(path)
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout.splitlines()[0])
     plain = json.loads(
@@ -455,14 +460,7 @@ def test_an_overlong_first_line_is_never_held(tmp_path: Path, first: str) -> Non
         with path.open("wb") as fp:
             fp.write(b'{"type":"progress","data":"' + b"x" * (200 << 20) + b'"}\n')
             fp.write((RULES / "ttl_expired_5m.jsonl").read_bytes())
-    proc = subprocess.run(
-        [sys.executable, "-c", REPORT_PEAK, "analyze", "--json", str(path)],
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    proc = _analyze_reporting_peak(path)
     if first == "sparse":
         assert proc.returncode == 1 and "Traceback" not in proc.stderr
         assert f"Error: {path}: line 1 is not a JSON object" in proc.stderr
