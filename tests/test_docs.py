@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -45,8 +46,13 @@ def normalise(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.strip("\n").splitlines())
 
 
-def run_example(command: str) -> str:
-    """Run one documented command as a user would (``cachediag`` is this checkout)."""
+def run_example(command: str, scratch: Path | None = None) -> str:
+    """Run one documented command as a user would (``cachediag`` is this checkout).
+
+    With ``scratch``, the examples' ``/tmp/`` is that folder instead (and is shown as
+    ``/tmp/`` again), so two suites running at once never share a demo folder."""
+    if scratch is not None:
+        command = command.replace("/tmp/", f"{scratch}/")
     env = {
         **os.environ,
         "PYTHONPATH": str(ROOT),
@@ -65,15 +71,23 @@ def run_example(command: str) -> str:
         timeout=300,
         check=False,
     )
-    return normalise(result.stdout + result.stderr)
+    printed = result.stdout + result.stderr
+    if scratch is not None:
+        printed = printed.replace(f"{scratch}/", "/tmp/")
+    return normalise(printed)
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("docs-tmp")
 
 
 @pytest.mark.skipif(shutil.which("jq") is None, reason="examples pipe into jq")
 @pytest.mark.parametrize(
     ("doc", "command", "expected"), EXAMPLES, ids=[f"{d}:{c[:50]}" for d, c, _ in EXAMPLES]
 )
-def test_example(doc: str, command: str, expected: str) -> None:
-    assert run_example(command) == normalise(expected)
+def test_example(doc: str, command: str, expected: str, scratch: Path) -> None:
+    assert run_example(command, scratch) == normalise(expected)
 
 
 def test_readme_has_examples() -> None:
