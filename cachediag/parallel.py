@@ -30,13 +30,13 @@ def workers_for(sessions: int, size: int, requested: int | None = None) -> int:
 
 
 def total_bytes(sources: Iterable[SessionSource]) -> int:
+    """The size of every file of ``sources`` (a file that cannot be reached counts 0)."""
     total = 0
     for src in sources:
         for path in src.paths:
-            try:
-                total += path.stat().st_size
-            except OSError:
-                continue
+            st = src.stat(path)
+            if st is not None:
+                total += st[0]
     return total
 
 

@@ -121,10 +121,9 @@ def _mtime(src: SessionSource) -> float:
     by ``cp`` is newer than the session it holds)."""
     times = []
     for path in src.mains or [a.path for a in src.agents[:1]]:
-        try:
-            times.append(path.stat().st_mtime)
-        except OSError:
-            continue
+        st = src.stat(path)
+        if st is not None:
+            times.append(st[1])
     return min(times, default=0.0)
 
 
@@ -134,9 +133,9 @@ def project_groups(sources: list[SessionSource]) -> list[list[SessionSource]]:
     every folder holding a copy of one of them. Groups come in the order of their
     first source; a tree without copies gives one group per folder, as ``discover``
     found them."""
-    parent: dict[Path, Path] = {}
+    parent: dict[str, str] = {}
 
-    def root(folder: Path) -> Path:
+    def root(folder: str) -> str:
         while parent.setdefault(folder, folder) != folder:
             parent[folder] = parent[parent[folder]]
             folder = parent[folder]
@@ -149,24 +148,32 @@ def project_groups(sources: list[SessionSource]) -> list[list[SessionSource]]:
             top = root(other)
             if top != first:
                 parent[top] = first
-    groups: dict[Path, list[SessionSource]] = {}
+    groups: dict[str, list[SessionSource]] = {}
     for src, mine in zip(sources, folders, strict=True):
         groups.setdefault(root(mine[0]), []).append(src)
     return list(groups.values())
 
 
-def _folders(src: SessionSource) -> list[Path]:
-    """The project folders holding a file of ``src``."""
-    found = [p.parent for p in src.mains]
+def _folders(src: SessionSource) -> list[str]:
+    """The project folders holding a file of ``src``, as ``str`` of their ``Path``: a
+    tree of 10,000 sessions spent more on building and hashing parent paths than on
+    grouping them."""
+    found = [_parent(p) for p in src.mains]
     for agent in src.agents:
         parts = agent.path.parts
         if "subagents" in parts[:-1]:
             # <project>/<session>/subagents/[workflows/...]/agent-*.jsonl
             idx = len(parts) - 1 - parts[::-1].index("subagents")
-            found.append(Path(*parts[: idx - 1]))
+            found.append(str(Path(*parts[: idx - 1])))
         else:
-            found.append(agent.path.parent)
-    return list(dict.fromkeys(found)) or [Path(src.key)]
+            found.append(_parent(agent.path))
+    return list(dict.fromkeys(found)) or [str(Path(src.key))]
+
+
+def _parent(path: Path) -> str:
+    """``str(path.parent)`` without building it: a ``Path`` is kept normalised, so its
+    text's folder part is its parent's text (``.`` for a bare name)."""
+    return os.path.dirname(str(path)) or "."
 
 
 @dataclass(slots=True)

@@ -4,20 +4,29 @@ from __future__ import annotations
 
 import json
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import tzinfo
+from datetime import UTC, tzinfo
 from pathlib import Path
-from typing import IO
+from types import TracebackType
+from typing import IO, TYPE_CHECKING
 
 import click
 
-from cachediag.analysis.session import SessionAnalysis
 from cachediag.cli.captures import capture_join, captures_option
-from cachediag.cli.common import EPOCH, Progress, emit_json, finish_reading, pricing_option
+from cachediag.cli.common import (
+    EPOCH,
+    Progress,
+    echo_lines,
+    emit_json,
+    finish_reading,
+    pricing_option,
+)
 from cachediag.cli.window import Bound, Window, resolve_window, window_options, zone_or_local
+
+if TYPE_CHECKING:
+    from cachediag.analysis.session import SessionAnalysis
 
 
 @click.command()
@@ -95,10 +104,12 @@ def analyze(
         stdin = None if paths else piped_log("analyze")
     path_list = list(paths) if paths else ([Path("-")] if stdin is not None else default_paths())
     clock = time.time() if now is None else now
-    display = zone_or_local(zone)
+    as_json = as_json or jq_filter is not None or requests
+    # The machine's zone is looked up only when used: by the tables, or to place a bound.
+    needs_zone = not as_json or since is not None or until is not None
+    display = zone_or_local(zone) if needs_zone else UTC
     window = resolve_window(since, until, clock, display)
     run = Run(jobs=jobs, enrich=capture_join(captures_dir, no_captures))
-    as_json = as_json or jq_filter is not None or requests
     # Output comes once every session is read (oldest first): a bar may use the terminal
     # meanwhile.
     progress = table_progress()
@@ -106,16 +117,14 @@ def analyze(
 
     if as_json:
         render = SessionJson(requests, pricing_file, window)
-        with tempfile.TemporaryFile() as held:
-            spool = TimeOrder(held)
+        with TimeOrder() as spool:
             for at, line in run.rendered(path_list, stdin, clock, render):
                 spool.add(at, line)
             if progress:
                 progress.close()
                 progress = None
             if jq_filter is None:
-                for line in spool.lines():
-                    click.echo(line)
+                echo_lines(spool.lines())
             else:
                 emit_json(map(json.loads, spool.lines()), jq_filter)
     else:
@@ -185,21 +194,54 @@ class SessionJson:
 class TimeOrder:
     """JSON lines put in the tables' order: by the session's start, then as read.
 
-    The lines wait in ``file``, a private temporary file (with ``--requests`` a long
-    history makes hundreds of MB of them); only their start times and places are kept in
-    memory."""
+    The lines wait in memory up to ``MEMORY_CHARS``; past that (with ``--requests`` a
+    long history makes hundreds of MB of them) they all go to a private temporary file,
+    and only their start times and places are kept in memory. Use it as a context
+    manager: the file is closed (and so removed) at the end."""
 
-    def __init__(self, file: IO[bytes]) -> None:
-        self._file = file
+    MEMORY_CHARS = 16 << 20
+
+    def __init__(self) -> None:
+        self._held: list[tuple[float, int, str]] = []
+        self._held_chars = 0
+        self._file: IO[bytes] | None = None
         self._places: list[tuple[float, int, int, int]] = []
 
+    def __enter__(self) -> TimeOrder:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._file is not None:
+            self._file.close()
+
     def add(self, at: float, line: str) -> None:
-        if line:
-            data = line.encode()
-            self._places.append((at, len(self._places), self._file.tell(), len(data)))
-            self._file.write(data)
+        if not line:
+            return
+        if self._file is None:
+            self._held.append((at, len(self._held), line))
+            self._held_chars += len(line)
+            if self._held_chars > self.MEMORY_CHARS:
+                self._spill()
+            return
+        data = line.encode()
+        self._places.append((at, len(self._places), self._file.tell(), len(data)))
+        self._file.write(data)
+
+    def _spill(self) -> None:
+        import tempfile  # only for a large output: most runs need no temporary file
+
+        self._file = tempfile.TemporaryFile()  # noqa: SIM115 (closed by __exit__)
+        held, self._held = self._held, []
+        for at, _, line in held:
+            self.add(at, line)
 
     def lines(self) -> Iterator[str]:
+        if self._file is None:
+            for _, _, line in sorted(self._held):
+                yield line
+            return
         for _, _, offset, size in sorted(self._places):
             self._file.seek(offset)
             yield self._file.read(size).decode()

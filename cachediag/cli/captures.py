@@ -34,13 +34,20 @@ def capture_join(captures_dir: Path | None, no_captures: bool) -> Any:
     so worker processes inherit it instead of each scanning the folder."""
     if no_captures:
         return None
-    from cachediag.proxy.index import CaptureJoin, default_captures_dir
+    if captures_dir is None:
+        # The proxy's folder is looked for without importing the index (most runs have
+        # no captures): as ``proxy.index.default_captures_dir`` does.
+        from cachediag.proxy.logfiles import default_log_dir
 
-    folder = captures_dir.expanduser() if captures_dir is not None else default_captures_dir()
-    if folder is None:
-        return None
-    if not folder.is_dir():
-        raise InputError(f"--captures {folder}: no such folder")
+        folder = default_log_dir()
+        if not folder.is_dir():
+            return None
+    else:
+        folder = captures_dir.expanduser()
+        if not folder.is_dir():
+            raise InputError(f"--captures {folder}: no such folder")
+    from cachediag.proxy.index import CaptureJoin
+
     join = CaptureJoin(folder)
     join.load()
     return join

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from pathlib import Path
 from typing import Any, TypeVar
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import click
 
@@ -144,6 +143,9 @@ class ZoneType(click.ParamType):  # type: ignore[type-arg]
         text = str(value).strip()
         if text.lower() == "local":
             return local_zone()
+        # Here, not at the top: a run without --timezone or a window may need no zone.
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
         try:
             return ZoneInfo(text)
         except (ZoneInfoNotFoundError, ValueError):
@@ -157,6 +159,8 @@ class ZoneType(click.ParamType):  # type: ignore[type-arg]
 
 def local_zone() -> tzinfo:
     """This machine's zone, as ccusage defaults to: ``$TZ``, then ``/etc/localtime``."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
     name = os.environ.get("TZ", "").lstrip(":")
     if name:
         try:

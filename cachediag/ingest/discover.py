@@ -22,6 +22,10 @@ _SESSION_NAME = re.compile(r"[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}"
 """How Claude Code names a session's file: its session id."""
 
 
+FileStat = tuple[int, float]
+"""A file's ``st_size`` and ``st_mtime``."""
+
+
 @dataclass(slots=True)
 class AgentFile:
     path: Path
@@ -47,6 +51,9 @@ class SessionSource:
     """What makes two files one session: the session id, or the path when none is known."""
     named: str | None = None
     """The session id the lines of a file under another name give."""
+    stats: dict[str, FileStat] = field(default_factory=dict)
+    """(size, mtime) of its files as the folder walk saw them, by path: the fork decision,
+    the work's order and the oldest copy need no stat of their own."""
 
     @property
     def source(self) -> str:
@@ -61,6 +68,18 @@ class SessionSource:
     @property
     def paths(self) -> list[Path]:
         return [*self.mains, *(a.path for a in self.agents)]
+
+    def stat(self, path: Path) -> FileStat | None:
+        """(size, mtime) of one of its files: as discovery saw it, else from a stat now
+        (``None`` when that fails: the file vanished or cannot be reached)."""
+        found = self.stats.get(str(path))
+        if found is not None:
+            return found
+        try:
+            st = path.stat()
+        except OSError:
+            return None
+        return st.st_size, st.st_mtime
 
 
 def claude_projects_dirs() -> list[Path]:
@@ -165,14 +184,17 @@ def jsonl_files(root: Path, on_error: OnError | None = None) -> list[Path]:
     """Every regular ``*.jsonl`` file below ``root``, sorted; a folder that cannot be
     listed is reported to ``on_error`` (``Path.rglob`` passes it over without a word).
     Links to folders are not followed, so a tree with a loop ends."""
-    return [Path(full) for full, _ in _walk_jsonl(os.fspath(root), on_error)]
+    return [Path(full) for full, _, _ in _walk_jsonl(os.fspath(root), on_error)]
 
 
-def _walk_jsonl(root: str, on_error: OnError | None) -> list[tuple[str, str]]:
-    """(path, path relative to ``root``) of every ``*.jsonl`` file below ``root``, in
-    ``Path`` order (part by part), as strings: a tree of 10,000 sessions would spend
-    more on building and comparing paths than on listing its folders."""
-    found: list[tuple[str, str]] = []
+def _walk_jsonl(
+    root: str, on_error: OnError | None, *, stat: bool = False
+) -> list[tuple[str, str, FileStat | None]]:
+    """(path, path relative to ``root``, (size, mtime) when ``stat``) of every ``*.jsonl``
+    file below ``root``, in ``Path`` order (part by part), as strings: a tree of 10,000
+    sessions would spend more on building and comparing paths than on listing its
+    folders. A file whose stat fails (it vanished since the listing) gets ``None``."""
+    found: list[tuple[str, str, FileStat | None]] = []
     todo = [(root, "")]
     while todo:
         folder, rel = todo.pop()
@@ -182,13 +204,23 @@ def _walk_jsonl(root: str, on_error: OnError | None) -> list[tuple[str, str]]:
                     if entry.is_dir(follow_symlinks=False):
                         todo.append((entry.path, rel + entry.name + "/"))
                     elif entry.name.endswith(".jsonl") and entry.is_file():
-                        found.append((entry.path, rel + entry.name))
+                        found.append((entry.path, rel + entry.name, _entry_stat(entry, stat)))
         except OSError as exc:
             if on_error is not None:
                 reason = f"cannot read folder ({exc.strerror or exc})"
                 on_error(LineIssue(folder, 0, reason))
-    found.sort(key=lambda pair: pair[1].split("/"))
+    found.sort(key=lambda row: row[1].split("/"))
     return found
+
+
+def _entry_stat(entry: os.DirEntry[str], wanted: bool) -> FileStat | None:
+    if not wanted:
+        return None
+    try:
+        st = entry.stat()  # follows a link, as Path.stat does
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime
 
 
 @dataclass(slots=True)
@@ -216,6 +248,7 @@ class Discovery:
                 target.copies.append(src.main)
             target.copies.extend(src.copies)
             target.agents.extend(src.agents)
+            target.stats.update(src.stats)
             target.explicit = target.explicit or src.explicit
             del self.sessions[key]
         return [s for s in self.sessions.values() if s.main is not None or s.agents]
@@ -252,7 +285,7 @@ class Discovery:
         # Only the root is resolved (once, not per file): the walk follows no links.
         real_root = os.path.realpath(root)
         root_name = root.name
-        for full, rel in _walk_jsonl(os.fspath(root), self.on_error):
+        for full, rel, st in _walk_jsonl(os.fspath(root), self.on_error, stat=True):
             if not self._new(os.path.join(real_root, rel)):
                 continue
             path = Path(full)
@@ -264,14 +297,17 @@ class Discovery:
                 key, session_id = _session_dir_key(session_dir)
                 src = self._session(key, session_id, session_dir.parent.name)
                 src.agents.append(_agent_file(path))
-                continue
-            project = parts[-2] if len(parts) > 1 else root_name
-            if parts[-1].startswith("agent-"):
-                # Claude Code 2.0 wrote agent files beside the sessions; the lines say whose.
-                parent = first_session_id(path) or path.stem
-                self.add_agent(path, parent, project)
             else:
-                self.add_main(path, project)
+                project = parts[-2] if len(parts) > 1 else root_name
+                if parts[-1].startswith("agent-"):
+                    # Claude Code 2.0 wrote agent files beside the sessions; the lines say
+                    # whose.
+                    parent = first_session_id(path) or path.stem
+                    src = self.add_agent(path, parent, project)
+                else:
+                    src = self.add_main(path, project)
+            if st is not None:
+                src.stats[str(path)] = st
 
     def add_file(self, path: Path) -> None:
         """A file named by the user: a main transcript plus its ``<stem>/subagents``

@@ -1,0 +1,157 @@
+"""What a run costs before and around the reading: modules loaded, stats, output writes.
+
+No timings here (the benchmarks time the installed command); these hold the shape that
+makes start-up cheap: the JSON paths load no table, pricing-data or other-command
+modules, each file found in a folder is stat-ed once, and the output helpers give the
+same bytes as the straightforward code they replace.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cachediag.cli import analyze as analyze_cli
+from cachediag.cli import common
+from cachediag.ingest.discover import discover
+from cachediag.parallel import total_bytes
+from cachediag.pipeline import _mtime, _parent, project_groups
+from tests.conftest import REAL
+
+NEVER_ON_JSON = (
+    "rich",
+    "pydantic",
+    "genai_prices",
+    "jsonschema",
+    "jq",
+    "cachediag.report.tables",
+    "cachediag.report.audit_tables",
+    "cachediag.report.console",
+    "cachediag.proxy.index",
+)
+"""Modules no ``--json`` run needs (once the price cache is warm)."""
+OTHER_COMMANDS = ("explain", "export", "proxy", "report", "prompt", "schema", "warm", "watch")
+
+
+def loaded_modules(args: list[str], cache: Path) -> set[str]:
+    """The modules a whole ``cachediag`` run (through the console entry) has loaded."""
+    code = (
+        "import sys\n"
+        "sys.argv = ['cachediag', *sys.argv[1:]]\n"
+        "from cachediag.entry import main\n"
+        "try:\n"
+        "    main()\n"
+        "finally:\n"
+        "    print(' '.join(sorted(sys.modules)), file=sys.stderr)\n"
+    )
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache), "XDG_STATE_HOME": str(cache / "state")}
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        check=True,
+    )
+    return set(done.stderr.splitlines()[-1].split())
+
+
+def _unwanted(modules: set[str], names: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in modules if any(m == n or m.startswith(n + ".") for n in names))
+
+
+@pytest.mark.parametrize("command", ["analyze", "audit"])
+def test_json_runs_load_no_tables_prices_or_other_commands(command: str, tmp_path: Path) -> None:
+    args = [command, "--json", "--jobs", "1", str(REAL)]
+    loaded_modules(args, tmp_path)  # the first run fills the price cache
+    modules = loaded_modules(args, tmp_path)
+    others = tuple(f"cachediag.cli.{c}" for c in (*OTHER_COMMANDS, "analyze", "audit"))
+    assert _unwanted(modules, NEVER_ON_JSON) == []
+    assert _unwanted(modules, others) == [f"cachediag.cli.{command}"]
+
+
+def test_analyze_json_without_a_window_needs_no_zone_or_temporary_file(tmp_path: Path) -> None:
+    args = ["analyze", "--json", "--jobs", "1", str(REAL)]
+    loaded_modules(args, tmp_path)
+    modules = loaded_modules(args, tmp_path)
+    assert _unwanted(modules, ("zoneinfo", "tempfile", "cachediag.workers")) == []
+    # A window needs the zone (a date starts at midnight there).
+    windowed = loaded_modules([*args[:-1], "--since", "2026-01-01", str(REAL)], tmp_path)
+    assert "zoneinfo" in windowed
+
+
+def test_folder_files_are_stat_ed_once_by_discovery(monkeypatch: pytest.MonkeyPatch) -> None:
+    sources = discover([REAL])
+    expected = {}
+    for src in sources:
+        for path in src.paths:
+            st = path.stat()
+            expected[str(path)] = (st.st_size, st.st_mtime)
+    assert {k: v for src in sources for k, v in src.stats.items()} == expected
+
+    def no_stat(self: Path, **_: object) -> os.stat_result:
+        raise AssertionError(f"stat of {self} again")
+
+    monkeypatch.setattr(Path, "stat", no_stat)
+    groups = project_groups(sources)
+    assert sum(total_bytes(g) for g in groups) == sum(size for size, _ in expected.values())
+    for src in sources:
+        times = [expected[str(p)][1] for p in src.mains or [a.path for a in src.agents[:1]]]
+        assert _mtime(src) == min(times)
+
+
+def test_a_file_without_a_recorded_stat_is_stat_ed_then(tmp_path: Path) -> None:
+    log = tmp_path / "one.jsonl"
+    log.write_text('{"type":"user"}\n')
+    [src] = discover([log])  # named on its own: no walk, no recorded stat
+    assert src.stats == {}
+    assert total_bytes([src]) == log.stat().st_size
+    log.unlink()
+    assert total_bytes([src]) == 0
+    assert _mtime(src) == 0.0
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["a.jsonl", "./a.jsonl", "/a.jsonl", "//a/b.jsonl", "///a/b.jsonl", "a//b/./c.jsonl",
+     "a/b/", "/", "..", "../x/y.jsonl", ".", "a/b/.jsonl", "~/x.jsonl", " a/ b.jsonl"],
+)  # fmt: skip
+def test_parent_text_is_that_of_the_parent_path(text: str) -> None:
+    assert _parent(Path(text)) == str(Path(text).parent)
+
+
+def test_time_order_spills_to_a_file_in_the_same_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    items = [(float(i % 7), f'{{"n": {i}, "text": "{"é" * (i % 5)}"}}') for i in range(200)]
+    items += [(float("inf"), "last"), (3.0, "")]
+
+    def ordered(limit: int) -> tuple[list[str], bool]:
+        monkeypatch.setattr(analyze_cli.TimeOrder, "MEMORY_CHARS", limit)
+        with analyze_cli.TimeOrder() as spool:
+            for at, line in items:
+                spool.add(at, line)
+            return list(spool.lines()), spool._file is not None
+
+    in_memory, spilled = ordered(1 << 20)
+    assert not spilled
+    on_disk, spilled = ordered(500)
+    assert spilled
+    expected = [line for _, _, line in sorted((at, n, s) for n, (at, s) in enumerate(items) if s)]
+    assert in_memory == on_disk == expected
+
+
+def test_echo_lines_writes_what_a_line_at_a_time_would(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = [f'{{"i": {i}, "s": "\\u001b[31m ü"}}' for i in range(50)]
+    monkeypatch.setattr(common, "ECHO_BLOCK_CHARS", 100)
+    common.echo_lines(iter(lines))
+    blocked = capsys.readouterr().out
+    for line in lines:
+        common.click.echo(line)
+    assert blocked == capsys.readouterr().out == "".join(f"{line}\n" for line in lines)
+    common.echo_lines([])
+    assert capsys.readouterr().out == ""
