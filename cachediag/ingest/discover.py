@@ -161,11 +161,12 @@ def _main_key(path: Path) -> tuple[str, str, str | None]:
     session id is that session. Under another name, copies (same name, same id inside)
     are one session, which ``Discovery.result`` joins to the session its lines name when
     a file of that session was found too (a backup, a renamed copy)."""
-    if _SESSION_NAME.fullmatch(path.stem):
-        return path.stem, path.stem, None
+    stem = path.stem
+    if _SESSION_NAME.fullmatch(stem):
+        return stem, stem, None
     named = first_session_id(path)
     key = f"named:{path.name}\0{named}" if named else f"path:{path}"
-    return key, path.stem, named
+    return key, stem, named
 
 
 def _session_dir_key(folder: Path) -> tuple[str, str]:
