@@ -48,7 +48,7 @@ class GroupBy(StrEnum):
 DATASET_ONLY = frozenset({GroupBy.HOST, GroupBy.USER})
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)  # not frozen: cachediag.analysis says why
 class MissRow:
     """One miss, for the "most expensive misses" list (no prompt content)."""
 

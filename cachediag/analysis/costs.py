@@ -103,7 +103,7 @@ def prices_per_model_day(price_of: PriceFn) -> PriceFn:
     return price
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)  # not frozen: cachediag.analysis says why
 class EntryCost:
     cost_usd: float | None
     """``None``: the request's model has no price (never counted as $0)."""

@@ -50,7 +50,7 @@ class Outcome(StrEnum):
     EXPECTED = "expected"
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)  # not frozen: cachediag.analysis says why
 class LedgerEntry:
     index: int
     record: RequestRecord

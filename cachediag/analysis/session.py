@@ -10,7 +10,7 @@ from cachediag.analysis.summary import PromptCache, build_prompt_cache
 from cachediag.model import MAIN_STREAM, SessionLog, StreamKind, StreamLog
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)  # not frozen: cachediag.analysis says why
 class StreamAnalysis:
     log: StreamLog
     ledger: Ledger
@@ -18,7 +18,7 @@ class StreamAnalysis:
     prompt_cache: PromptCache
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)  # not frozen: cachediag.analysis says why
 class SessionAnalysis:
     log: SessionLog
     main: StreamAnalysis
@@ -49,6 +49,8 @@ def analyze_stream(log: StreamLog, now: float) -> StreamAnalysis:
 
 def analyze_session(log: SessionLog, now: float) -> SessionAnalysis:
     main = analyze_stream(log.streams[MAIN_STREAM], now)
+    if len(log.streams) == 1:  # most sessions: nothing to order
+        return SessionAnalysis(log, main, [])
     others = [analyze_stream(s, now) for sid, s in log.streams.items() if sid != MAIN_STREAM]
     # Streams in the order they started; those without requests last.
     others.sort(key=lambda a: (a.entries[0].record.at if a.entries else float("inf"), a.log.id))

@@ -8,7 +8,7 @@ from cachediag.analysis.ledger import Ledger
 from cachediag.model import TTL_SECONDS
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)  # not frozen: cachediag.analysis says why
 class LastMissCause:
     causes: tuple[str, ...]
     tools_added: int | None = None
@@ -16,7 +16,7 @@ class LastMissCause:
     system_char_delta: int | None = None
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)  # not frozen: cachediag.analysis says why
 class PromptCache:
     warm: bool
     caching_observed: bool

@@ -73,11 +73,33 @@ def pricing_source(pricing_file: Path | None = None) -> str:
 
 
 def price_function(pricing_file: Path | None = None) -> PriceFn:
-    """Prices per request record, for the analysis functions (which never look up)."""
+    """Prices per request record, for the analysis functions (which never look up).
+
+    One function per price file for the whole process, holding its answers per (model,
+    UTC day): every session of a run asks for it, and most of their requests share a
+    few models and days."""
+    file_key = None if pricing_file is None else str(pricing_file)
+    found = _FUNCTIONS.get(file_key)
+    if found is None:
+        found = _FUNCTIONS[file_key] = _price_function(pricing_file)
+    return found
+
+
+def _price_function(pricing_file: Path | None) -> PriceFn:
+    memo: dict[tuple[str, int], ModelPrices | None] = {}
 
     def price_of(record: RequestRecord) -> ModelPrices | None:
-        if record.model is None:
+        model = record.model
+        if model is None:
             return None
-        return lookup_prices(record.model, record.at, pricing_file)
+        key = (model, int(record.at // _DAY_S))
+        try:
+            return memo[key]
+        except KeyError:
+            prices = memo[key] = lookup_prices(model, record.at, pricing_file)
+            return prices
 
     return price_of
+
+
+_FUNCTIONS: dict[str | None, PriceFn] = {}
