@@ -114,7 +114,7 @@ class ServerReason:
     """OpenAI ``comparison_reusable_tokens``: what the baseline could have lent."""
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)  # not frozen: one per request (cachediag.analysis says why)
 class RequestRecord:
     """One API request, normalised (prompt-cache.md §1)."""
 

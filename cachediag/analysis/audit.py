@@ -116,6 +116,7 @@ class Calendar:
         return keys
 
 
+_INF = float("inf")
 _MEMO_FROM = 94_694_400.0
 """1973-01-01 UTC."""
 
@@ -195,51 +196,59 @@ def audit_session(
     project = analysis.project
     out = SessionAudit(log.session_id, project, log.source, skipped_lines=len(log.issues))
     price = prices_per_model_day(price_of)
-    calendar = Calendar(zone)
+    keys_of = Calendar(zone).keys
+    windowed = since is not None or until is not None
     rows: list[tuple[Any, ...]] = []
     misses: list[MissRow] = []
+    first_at, last_at = _INF, -_INF
     for stream in analysis.streams:
         kind = stream.log.kind.value
-        kept: list[LedgerEntry] = []
+        entries = stream.entries
+        kept: list[LedgerEntry] = [] if windowed else entries
         prices: list[ModelPrices | None] = []
         costs: list[float | None] = []
         ttl_before: str | None = None
-        for e in stream.entries:
+        for e in entries:
             # The TTL in force across a gap is the one the previous request left.
             ttl_in_force, ttl_before = ttl_before or e.ttl, e.ttl
             r = e.record
             at = r.at
-            if (since is not None and at < since) or (until is not None and at >= until):
-                continue
+            if windowed:
+                if (since is not None and at < since) or (until is not None and at >= until):
+                    continue
+                kept.append(e)
             p = price(r)
-            cost = miss_cost = None
+            prices.append(p)
+            outcome = e.outcome
+            miss, expected = outcome is Outcome.MISS, outcome is Outcome.EXPECTED
             if p is None:
+                cost = miss_cost = None
                 out.unpriced_models.add(r.model or "(no model)")
             else:
                 cost = request_cost_usd(r, p)
-                miss_cost = miss_cost_usd(e, p)
-            kept.append(e)
-            prices.append(p)
+                miss_cost = miss_cost_usd(e, p) if miss or expected else 0.0
             costs.append(cost)
-            outcome = e.outcome
-            miss, expected = outcome is Outcome.MISS, outcome is Outcome.EXPECTED
-            cause = cause_key(e)
-            if miss:
-                misses.append(
-                    MissRow(
-                        log.session_id,
-                        project,
-                        stream.log.id,
-                        kind,
-                        e.index,
-                        at,
-                        r.model,
-                        tuple(cause.split("+")),
-                        e.gap_s,
-                        e.reprocessed_tokens,
-                        miss_cost,
+            if miss or expected:
+                cause = cause_key(e)
+                reprocessed = e.reprocessed_tokens
+                if miss:
+                    misses.append(
+                        MissRow(
+                            log.session_id,
+                            project,
+                            stream.log.id,
+                            kind,
+                            e.index,
+                            at,
+                            r.model,
+                            tuple(cause.split("+")),
+                            e.gap_s,
+                            reprocessed,
+                            miss_cost,
+                        )
                     )
-                )
+            else:
+                cause, reprocessed = NO_MISS, 0
             rows.append(
                 (
                     # The Totals fields (Rows.FIELDS of them), then the keys (_KEYED).
@@ -251,20 +260,24 @@ def audit_session(
                     cost is None,
                     miss,
                     expected,
-                    e.reprocessed_tokens if miss or expected else 0,
+                    reprocessed,
                     (miss_cost or 0.0) if miss else 0.0,
                     (miss_cost or 0.0) if expected else 0.0,
-                    *calendar.keys(at),
+                    *keys_of(at),
                     gap_key(e.gap_s, ttl_in_force),
                     r.model or "(no model)",
                     cause,
                     kind,
                 )
             )
-            out.first_at = at if out.first_at is None else min(out.first_at, at)
-            out.last_at = at if out.last_at is None else max(out.last_at, at)
+            if at < first_at:
+                first_at = at
+            if at > last_at:
+                last_at = at
         if kept:
             out.whatif.add_stream(replay_priced(kept, prices, costs))
+    if rows:
+        out.first_at, out.last_at = first_at, last_at
     table = Rows(rows, Rows.FIELDS + len(_KEYED))
     out.totals = table.totals()
     out.groups = {g: {} for g in GroupBy if g is not GroupBy.SESSION}

@@ -348,6 +348,7 @@ def replay_priced(
     five_r, hour_r, keep_r, evidence_r = results
     pairs = list(zip(replays, results, strict=True))
     prev_plain: RequestRecord | None = None
+    rewritten = False  # a plain request since the last step wrote (or was the first)
     for i, e in enumerate(entries):
         if i and (
             _idle_s(e) > KEEP_ALIVE_EVERY_S or (e.outcome is Outcome.MISS and _is_ttl_miss(e))
@@ -355,17 +356,22 @@ def replay_priced(
             for replay, result in pairs:
                 if prev_plain is not None:
                     replay.prev = prev_plain
+                if rewritten:
+                    replay.ttl_in_force = replay.write_ttl
                 cost, misses, pings, unpriced = replay.step(entries, i, prices)
                 result.cost_usd += cost
                 result.misses += misses
                 result.keep_alive_requests += pings
                 result.unpriced_requests += unpriced
             prev_plain = None
+            rewritten = False
             continue
         # A pause too short for any TTL to expire or a keep-alive to be sent: under
         # every policy the request is what it was, written at the policy's TTL
         # (``_Replay.step`` with what cannot happen left out; the policy's previous
-        # request is then this one as it was: ``prev_plain``).
+        # request is then this one as it was: ``prev_plain``, and its TTL in force the
+        # one it writes at if it wrote: ``rewritten``; no policy changes the TTL it
+        # writes at outside a step).
         r, p = e.record, prices[i]
         if p is None:
             for result in results:
@@ -380,7 +386,6 @@ def replay_priced(
             for result in results:
                 result.misses += 1
         if i == 0 or r.cache_creation_tokens > 0:
-            for replay in replays:
-                replay.ttl_in_force = replay.write_ttl
+            rewritten = True
         prev_plain = r
     return {Policy.AS_HAPPENED: actual, **{r.policy: r for r in results}}
