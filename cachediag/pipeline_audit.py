@@ -21,7 +21,7 @@ from cachediag.pricing import price_function
 T = TypeVar("T")
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)  # not frozen: cachediag.analysis says why
 class AuditOptions:
     since: float | None = None
     until: float | None = None
@@ -45,7 +45,7 @@ class AuditRun(Generic[T]):
     nothing_read: bool = False
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)  # not frozen: cachediag.analysis says why
 class AuditRender(Generic[T]):
     """One analysed session -> its small ``SessionAudit`` (built in the worker process),
     and what ``keep`` makes of it there too."""

@@ -315,7 +315,7 @@ class SessionLine:
     whatif: WhatIf
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)  # not frozen: cachediag.analysis says why
 class SessionSpan:
     """How many sessions an audit covers, and from when to when."""
 

@@ -9,7 +9,6 @@ for ``--schema`` and in tests (``__pydantic_config__``: unknown fields are error
 
 from __future__ import annotations
 
-import csv
 import io
 from dataclasses import asdict, dataclass, fields
 from typing import Any
@@ -246,6 +245,8 @@ CSV_FIELDS = [f.name for f in fields(GroupRow) if f.name != "key"]
 def report_csv(report: AuditReport) -> str:
     """One header row, then one row per group; the first column is named after ``--by``,
     the last names the price source (every report says what priced it)."""
+    import csv  # only here: --json need not build its classes
+
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow([report.by, *CSV_FIELDS, "pricing_source"])
