@@ -12,7 +12,10 @@ The client sends a ~200k-token request (a conversation of long messages under a 
 prompt and a tool list: ``--tokens``) on kept-alive connections either straight to the
 upstream or through the installed ``cachediag proxy`` (its own venv, started as users
 start it): once with ``--no-record`` (the relay alone) and once recording to a scratch
-folder. Batches of 1 and of 16 concurrent streams; the three paths take turns within each
+folder. A fourth path, the floor, is a byte splice on plain asyncio sockets (this script
+in another process): no HTTP, no copies, what arrives is written on; what it adds is what
+any Python relay on asyncio adds on this machine, so the proxy's figures can be read
+against it. Batches of 1 and of 16 concurrent streams; the paths take turns within each
 round, in every order in turn. After a batch through the recording proxy the client waits
 until every record of it is written, so fingerprinting never spills into the next path's
 batch. Per request: time to the first SSE event and to the end of the
@@ -21,6 +24,7 @@ the CPU time each process spent per request (from /proc), the load average aroun
 phase, and, separately, what fingerprinting and appending one such record costs.
 
     python scripts/bench_proxy.py [--samples 320] [--tokens 200000] [--install venv|none]
+        [--paths floor relay proxy] [--proxy-args '--workers 2']
 
 ``--install none`` runs ``python -m cachediag`` from this checkout instead of a venv.
 """
@@ -113,8 +117,6 @@ def sse_answer(n: int, events: int) -> list[bytes]:
 
 LAST_EVENT = b"event: message_stop\n"
 MIN_ROUNDS = 40
-ORDERS = 6
-"""The orders three paths can take in a round."""
 """A round's requests share one burst, so rounds, not requests, are the independent
 samples: at least this many of them whatever ``--samples`` says."""
 
@@ -179,6 +181,79 @@ def serve_upstream(port_file: str, events: int, gap_ms: float) -> None:
     async def main() -> None:
         loop = asyncio.get_running_loop()
         server = await loop.create_server(lambda: FakeApi(events, gap_ms / 1000), "127.0.0.1", 0)
+        Path(port_file).write_text(str(server.sockets[0].getsockname()[1]))
+        await asyncio.Event().wait()
+
+    asyncio.run(main())
+
+
+# --- the floor (run as: bench_proxy.py --splice PORTFILE UPSTREAM_PORT) ---------------
+
+
+class Splice(asyncio.Protocol):
+    """One side of a byte splice: what arrives is written to the other side as it is.
+
+    The least any relay in Python on asyncio does for these requests: no HTTP parsing, no
+    header rewriting, no copy, one upstream connection per client connection, flow control
+    both ways. What it adds over direct is the floor of this machine and this runtime."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.peer: Splice | None = None
+        self.early: list[bytes] = []
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        peer = self.peer
+        if peer is not None and peer.transport is not None:
+            peer.transport.write(data)
+        else:  # the upstream side is still connecting
+            self.early.append(data)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.peer is not None and self.peer.transport is not None:
+            self.peer.transport.close()
+
+    # The peer's send buffer is full: stop reading here until it drains.
+    def pause_writing(self) -> None:
+        if self.peer is not None and self.peer.transport is not None:
+            self.peer.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        if self.peer is not None and self.peer.transport is not None:
+            self.peer.transport.resume_reading()
+
+
+async def start_splice(upstream_port: int) -> asyncio.Server:
+    """A splice server on 127.0.0.1 (any free port) in front of ``upstream_port``."""
+    loop = asyncio.get_running_loop()
+    connecting: set[asyncio.Task[None]] = set()
+
+    def accepted() -> Splice:
+        client = Splice()
+
+        async def connect() -> None:
+            _, upstream = await loop.create_connection(Splice, "127.0.0.1", upstream_port)
+            upstream.peer, client.peer = client, upstream
+            assert upstream.transport is not None
+            for data in client.early:
+                upstream.transport.write(data)
+            client.early.clear()
+
+        task = asyncio.ensure_future(connect())
+        connecting.add(task)  # held until done: the loop keeps weak references
+        task.add_done_callback(connecting.discard)
+        return client
+
+    return await loop.create_server(accepted, "127.0.0.1", 0)
+
+
+def serve_splice(port_file: str, upstream_port: int) -> None:
+    async def main() -> None:
+        server = await start_splice(upstream_port)
         Path(port_file).write_text(str(server.sockets[0].getsockname()[1]))
         await asyncio.Event().wait()
 
@@ -376,15 +451,34 @@ def report(concurrency: int, results: dict[str, Samples], load: tuple[float, flo
             q50, q99 = percentile(values, 50), percentile(values, 99)
             added = "" if name == "direct" else f" {q50 - p50:>+7.2f} {q99 - p99:>+7.2f}"
             print(f"  {label:>11} {name:>6} {q50:>8.2f} {q99:>8.2f}{added}")
-    cpu = {name: s.cpu_ms / s.requests for name, s in results.items()}
+    cpu = ", ".join(
+        f"{name} {s.cpu_ms / s.requests:.2f} ms" for name, s in results.items() if name != "direct"
+    )
     harness = sum(s.harness_ms for s in results.values()) / sum(
         s.requests for s in results.values()
     )
     print(
-        f"  CPU per request: relay {cpu['relay']:.2f} ms, recording proxy {cpu['proxy']:.2f} ms"
-        f" (its worker process included); the harness (client + fake upstream) "
-        f"{harness:.2f} ms"
+        f"  CPU per request: {cpu} (the recording proxy's worker process included); "
+        f"the harness (client + fake upstream) {harness:.2f} ms"
     )
+
+
+PATHS = ("direct", "floor", "relay", "proxy")
+PATH_HELP = (
+    "floor: a byte splice on plain asyncio sockets (the least a Python relay does); "
+    "relay: cachediag proxy --no-record; proxy: cachediag proxy, recording"
+)
+
+
+def start_helper(mode: str, scratch: Path, *args: str) -> tuple[subprocess.Popen[str], int]:
+    """This script in a process of its own (the fake API, the splice); its port."""
+    port_file = scratch / f"{mode}.port"
+    proc = subprocess.Popen([sys.executable, __file__, f"--{mode}", str(port_file), *args])
+    while not port_file.exists() or not port_file.read_text():
+        if proc.poll() is not None:
+            raise SystemExit(f"the {mode} process exited {proc.returncode}")
+        time.sleep(0.05)
+    return proc, int(port_file.read_text())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -397,11 +491,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=20, help="text deltas per answer")
     parser.add_argument("--gap-ms", type=float, default=2.0, help="between events upstream")
     parser.add_argument("--streams", type=int, nargs="+", default=[1, 16])
+    parser.add_argument(
+        "--paths", nargs="+", choices=PATHS[1:], default=list(PATHS[1:]),
+        help=f"what is timed against direct ({PATH_HELP})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--proxy-args", default="", metavar="ARGS",
+        help="more options for both cachediag proxy runs, e.g. '--workers 2'",
+    )  # fmt: skip
     parser.add_argument("--install", choices=("venv", "none"), default="venv")
     parser.add_argument("--serve", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--splice", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:
         serve_upstream(args.serve[0], int(args.serve[1]), float(args.serve[2]))
+        return 0
+    if args.splice:
+        serve_splice(args.splice[0], int(args.splice[1]))
         return 0
     if args.install == "venv":
         from bench_analyze import install_in_venv
@@ -412,23 +518,28 @@ def main(argv: list[str] | None = None) -> int:
         env = {**os.environ, "PYTHONPATH": str(REPO)}
     body = request_body(args.tokens)
     build_ms, write_ms = fingerprint_cost(body, 20)
-    with tempfile.TemporaryDirectory(prefix="cachediag-bench-proxy-") as scratch:
-        port_file = Path(scratch) / "port"
+    extra = args.proxy_args.split()
+    with tempfile.TemporaryDirectory(prefix="cachediag-bench-proxy-") as name:
+        scratch = Path(name)
+        log_dir = scratch / "captures"
         procs: list[subprocess.Popen[Any]] = []
         try:
-            procs.append(subprocess.Popen(
-                [sys.executable, __file__, "--serve", str(port_file), str(args.events),
-                 str(args.gap_ms)]
-            ))  # fmt: skip
-            while not port_file.exists() or not port_file.read_text():
-                time.sleep(0.05)
-            up_port = int(port_file.read_text())
-            upstream = f"http://127.0.0.1:{up_port}"
-            log_dir = Path(scratch) / "captures"
-            relay, relay_port = start_proxy(command, env, upstream, log_dir, "--no-record")
-            procs.append(relay)
-            recording, proxy_port = start_proxy(command, env, upstream, log_dir)
-            procs.append(recording)
+            upstream, up_port = start_helper("serve", scratch, str(args.events), str(args.gap_ms))
+            procs.append(upstream)
+            url = f"http://127.0.0.1:{up_port}"
+            paths = [Target("direct", up_port, [upstream.pid])]
+            for path in PATHS[1:]:
+                if path not in args.paths:
+                    continue
+                if path == "floor":
+                    proc, port = start_helper("splice", scratch, str(up_port))
+                elif path == "relay":
+                    proc, port = start_proxy(command, env, url, log_dir, "--no-record", *extra)
+                else:
+                    proc, port = start_proxy(command, env, url, log_dir, *extra)
+                procs.append(proc)
+                records = log_dir if path == "proxy" else None
+                paths.append(Target(path, port, [proc.pid], log_dir=records))
             print(
                 f"request: {len(body) / 1e6:.2f} MB (~{args.tokens:,} tokens); answer: "
                 f"{args.events + 3} SSE events {args.gap_ms:g} ms apart; paths interleaved; "
@@ -438,20 +549,21 @@ def main(argv: list[str] | None = None) -> int:
                 f"fingerprint one request (the recorder's worker process, after the answer): "
                 f"{build_ms:.1f} ms; append its line: {write_ms:.2f} ms"
             )
-            print("relay: proxy --no-record; proxy: recording. added = path minus direct.")
+            print(f"{PATH_HELP}{'; proxies run with ' + args.proxy_args if extra else ''}.")
+            print("added = path minus direct.")
+            orders = len(list(itertools.permutations(paths)))
             for concurrency in args.streams:
-                targets = [
-                    Target("direct", up_port, [procs[0].pid]),
-                    Target("relay", relay_port, [relay.pid]),
-                    Target("proxy", proxy_port, [recording.pid], log_dir=log_dir),
-                ]
-                targets[2].sent = records_in(log_dir)
+                targets = [Target(t.name, t.port, t.pids, t.log_dir) for t in paths]
+                for target in targets:
+                    if target.log_dir is not None:
+                        target.sent = records_in(target.log_dir)
                 rounds = max(MIN_ROUNDS, args.samples // concurrency)
-                rounds = -(-rounds // ORDERS) * ORDERS  # whole cycles of the orders
+                rounds = -(-rounds // orders) * orders  # whole cycles of the orders
                 load_before = os.getloadavg()[0]
-                results = asyncio.run(run_rounds(targets, body, rounds, concurrency, procs[0].pid))
+                results = asyncio.run(run_rounds(targets, body, rounds, concurrency, upstream.pid))
                 report(concurrency, results, (load_before, os.getloadavg()[0]))
-            print(f"records written by the recording proxy: {records_in(log_dir)}")
+            if "proxy" in args.paths:
+                print(f"records written by the recording proxy: {records_in(log_dir)}")
         finally:
             for proc in reversed(procs):
                 if proc.poll() is None:

@@ -1,7 +1,7 @@
 """The proxy benchmark's harness measures what it says: its fake API answers every request
-with the whole event stream, its client reads each answer to the end through the proxy
-and direct, and a recording batch is over only when its records are written. No timings
-are asserted."""
+with the whole event stream, its client reads each answer to the end direct, through the
+byte splice (the floor) and through the proxy, and a recording batch is over only when
+its records are written. No timings are asserted."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def bench() -> ModuleType:
     return module
 
 
-def test_harness_reads_whole_answers_direct_and_through_the_proxy(
+def test_harness_reads_whole_answers_direct_through_the_floor_and_the_proxy(
     bench: ModuleType, tmp_path: Path
 ) -> None:
     body = bench.request_body(5_000)
@@ -40,12 +40,14 @@ def test_harness_reads_whole_answers_direct_and_through_the_proxy(
         loop = asyncio.get_running_loop()
         server = await loop.create_server(lambda: bench.FakeApi(3, 0.0), "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
+        splice = await bench.start_splice(port)
         from yarl import URL
 
         try:
             async with proxy_to(URL(f"http://127.0.0.1:{port}"), tmp_path) as base:
                 targets = [
                     bench.Target("direct", port, []),
+                    bench.Target("floor", splice.sockets[0].getsockname()[1], []),
                     bench.Target("proxy", int(base.rsplit(":", 1)[1]), [], log_dir=tmp_path),
                 ]
                 results = {}
@@ -58,6 +60,7 @@ def test_harness_reads_whole_answers_direct_and_through_the_proxy(
                         writer.close()
                 return results
         finally:
+            splice.close()
             server.close()
 
     results = asyncio.run(go())
