@@ -103,10 +103,24 @@ def upstream_url(base: URL, raw_path: str) -> URL:
 async def _streamed(request: web.Request, keep: list[bytes] | None) -> AsyncIterator[bytes]:
     """The request body as it arrives (a 1 MB conversation is not held back until read
     whole); ``keep`` collects it for the recorder."""
-    async for chunk in request.content.iter_any():
+    # An empty first piece makes the client send the request head on its own: with the
+    # first piece of body it would be joined into one copy of up to 256 KB.
+    yield b""
+    async for chunk in pieces(request.content):
         if keep is not None:
             keep.append(chunk)
         yield chunk
+
+
+async def pieces(stream: aiohttp.StreamReader) -> AsyncIterator[bytes]:
+    """A body as the pieces it was read in. ``iter_any`` would join all that is buffered
+    into one new bytes object: for a 0.8 MB body, a copy of most of it."""
+    while True:
+        chunk, end_of_http_chunk = await stream.readchunk()
+        if chunk:
+            yield chunk
+        elif not end_of_http_chunk:
+            return  # the end of the body
 
 
 async def handle(request: web.Request) -> web.StreamResponse:
@@ -174,7 +188,7 @@ async def _relay(
             response.content_length = int(upstream.headers["Content-Length"])
         await response.prepare(request)
         try:
-            async for chunk in upstream.content.iter_any():
+            async for chunk in pieces(upstream.content):
                 if ex is not None:
                     ex.chunks.append(chunk)
                 await response.write(chunk)
