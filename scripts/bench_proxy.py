@@ -24,7 +24,7 @@ the CPU time each process spent per request (from /proc), the load average aroun
 phase, and, separately, what fingerprinting and appending one such record costs.
 
     python scripts/bench_proxy.py [--samples 320] [--tokens 200000] [--install venv|none]
-        [--paths floor relay proxy] [--proxy-args '--workers 2']
+        [--paths floor relay proxy] [--proxy-args='--keep-days 1']
 
 ``--install none`` runs ``python -m cachediag`` from this checkout instead of a venv.
 """
@@ -497,7 +497,7 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     parser.add_argument(
         "--proxy-args", default="", metavar="ARGS",
-        help="more options for both cachediag proxy runs, e.g. '--workers 2'",
+        help="more options for both cachediag proxy runs, e.g. --proxy-args='--keep-days 1'",
     )  # fmt: skip
     parser.add_argument("--install", choices=("venv", "none"), default="venv")
     parser.add_argument("--serve", nargs=3, help=argparse.SUPPRESS)

@@ -203,6 +203,31 @@ def test_concurrent_streams_each_get_their_own_bytes_and_record(tmp_path: Path) 
     assert all(r["request_id"] == "req_" + r["message_id"][4:] for r in recs)
 
 
+def test_large_chunked_and_empty_request_bodies_forwarded_whole(tmp_path: Path) -> None:
+    # A 200k-token conversation arrives in many reads; a client may also send it chunked.
+    big = json.dumps({**BODY, "messages": [{"role": "user", "content": "x" * 1_500_000}]})
+    with FakeUpstream(lambda seen: json_reply("msg_big")) as up:
+
+        async def pieces() -> Any:
+            for i in range(0, len(big), 70_000):
+                yield big[i : i + 70_000].encode()
+                await asyncio.sleep(0)
+
+        async def go() -> None:
+            async with proxy_to(up.url, tmp_path) as base, client() as s:
+                await post(s, base + "/v1/messages", big.encode())
+                async with s.post(base + "/v1/messages", data=pieces()) as resp:
+                    assert resp.status == 200 and json.loads(await resp.read())["id"]
+                await post(s, base + "/v1/messages/count_tokens", b"")
+
+        run(go())
+    sized, chunked, empty = up.seen
+    assert sized.body == chunked.body == big.encode() and empty.body == b""
+    assert dict(chunked.headers).get("Transfer-Encoding") == "chunked"
+    recs = records(tmp_path)
+    assert len(recs) == 2 and all(len(r["fingerprint"]["message_hashes"]) == 1 for r in recs)
+
+
 def test_other_endpoints_pass_through_unrecorded(tmp_path: Path) -> None:
     def reply_for(seen: Seen) -> Reply:
         return Reply(
