@@ -1,7 +1,8 @@
 """Console entry point.
 
 Kept free of heavy imports: the status line (run after every assistant message) is
-dispatched from here before click, rich or pydantic are loaded.
+dispatched from here before click, rich or pydantic are loaded, and so is
+``analyze --json PATH...`` (``quick``) when its arguments need no option parser.
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ def main() -> None:
         from cachediag.statusline.fast import main as statusline
 
         statusline()
+    if args[:1] == ["analyze"]:
+        from cachediag.quick import main as quick
+
+        quick(args)  # exits when it ran the command; returns when click must read args
     from cachediag.cli import main as cli_main
 
     cli_main(prog_name="cachediag")

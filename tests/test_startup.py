@@ -15,12 +15,14 @@ from pathlib import Path
 
 import pytest
 
+from cachediag import output
+from cachediag import quick as quick_run
 from cachediag.cli import analyze as analyze_cli
-from cachediag.cli import common
 from cachediag.ingest.discover import discover
 from cachediag.parallel import total_bytes
 from cachediag.pipeline import _mtime, _parent, project_groups
-from tests.conftest import REAL
+from tests.conftest import REAL, ROOT, RULES
+from tests.test_output_stable import FOLDER_RUNS, NOW, _check, trees  # noqa: F401 (a fixture)
 
 NEVER_ON_JSON = (
     "rich",
@@ -71,7 +73,10 @@ def test_json_runs_load_no_tables_prices_or_other_commands(command: str, tmp_pat
     modules = loaded_modules(args, tmp_path)
     others = tuple(f"cachediag.cli.{c}" for c in (*OTHER_COMMANDS, "analyze", "audit"))
     assert _unwanted(modules, NEVER_ON_JSON) == []
-    assert _unwanted(modules, others) == [f"cachediag.cli.{command}"]
+    if command == "analyze":  # the quick path: no click at all
+        assert _unwanted(modules, ("click", "cachediag.cli")) == []
+    else:
+        assert _unwanted(modules, others) == [f"cachediag.cli.{command}"]
 
 
 def test_analyze_json_without_a_window_needs_no_zone_or_temporary_file(tmp_path: Path) -> None:
@@ -146,12 +151,128 @@ def test_time_order_spills_to_a_file_in_the_same_order(monkeypatch: pytest.Monke
 def test_echo_lines_writes_what_a_line_at_a_time_would(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    import click
+
     lines = [f'{{"i": {i}, "s": "\\u001b[31m ü"}}' for i in range(50)]
-    monkeypatch.setattr(common, "ECHO_BLOCK_CHARS", 100)
-    common.echo_lines(iter(lines))
+    monkeypatch.setattr(output, "ECHO_BLOCK_CHARS", 100)
+    output.echo_lines(iter(lines))
     blocked = capsys.readouterr().out
     for line in lines:
-        common.click.echo(line)
+        click.echo(line)
     assert blocked == capsys.readouterr().out == "".join(f"{line}\n" for line in lines)
-    common.echo_lines([])
+    output.echo_lines([])
     assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "taken"),
+    [
+        (["--json", "a"], quick_run.QuickArgs([Path("a")])),
+        (["a", "--json", "b", "--json"], quick_run.QuickArgs([Path("a"), Path("b")])),
+        (["--requests", "a"], quick_run.QuickArgs([Path("a")], requests=True)),
+        (
+            ["--no-captures", "--jobs", "3", "--now", "1.5e9", "a", "--jobs", "2"],
+            quick_run.QuickArgs([Path("a")], jobs=2, now=1.5e9, no_captures=True),
+        ),
+        (["--json", "a", "--now", "1_000"], quick_run.QuickArgs([Path("a")], now=1000.0)),
+    ],
+)
+def test_quick_arguments(args: list[str], taken: quick_run.QuickArgs) -> None:
+    assert quick_run.analyze_args(args) == taken
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["a"],  # tables
+        ["--json"],  # stdin or the history
+        ["--json", "-"],
+        ["--json", ""],
+        ["--json", "--", "a"],
+        ["--json", "a", "--help"],
+        ["--json", "a", "-h"],
+        ["--json", "a", "--jq", "."],
+        ["--json", "a", "--since", "7d"],
+        ["--json", "a", "--jobs"],
+        ["--json", "a", "--jobs", "0"],
+        ["--json", "a", "--jobs", "02"],
+        ["--json", "a", "--jobs", "+2"],
+        ["--json", "a", "--jobs", "--json"],
+        ["--json", "a", "--jobs=2"],
+        ["--json", "a", "--now", "nan"],
+        ["--json", "a", "--now", "-1"],
+        ["--json", "a", "--now", "1e12"],
+        ["--json", "a", "--now"],
+        ["--json", "a", "--pricing", "p.json"],
+        ["--json", "a", "--captures", "c"],
+        ["--json", "a", "--requets"],
+    ],
+)
+def test_quick_path_leaves_everything_else_to_click(args: list[str]) -> None:
+    assert quick_run.analyze_args(args) is None
+
+
+def test_quick_path_leaves_an_unreadable_path_to_click(tmp_path: Path) -> None:
+    locked = tmp_path / "locked.jsonl"
+    locked.write_text("{}\n")
+    locked.chmod(0)
+    if os.access(locked, os.R_OK):
+        pytest.skip("running as root: every file is readable")
+    assert quick_run.analyze_args(["--json", str(locked)]) is None
+    assert quick_run.analyze_args(["--json", str(tmp_path / "absent.jsonl")]) is not None
+
+
+def _run(how: str, args: list[str], cwd: Path) -> tuple[int, bytes, bytes]:
+    """``cachediag ARGS`` through the console entry (``quick``), or through click."""
+    code = {
+        "quick": "from cachediag.entry import main; import sys; "
+        "sys.argv = ['cachediag', *sys.argv[1:]]; main()",
+        "click": "from cachediag.cli import main; main(prog_name='cachediag')",
+    }[how]
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_quick_path_writes_what_click_does(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    lines = (RULES / "below_threshold.jsonl").read_text().splitlines()
+    bad.write_text("\n".join([lines[0], "{not json", *lines[1:], "[1]"]) + "\n")
+    (tmp_path / "not-a-log.jsonl").write_text("hello\n")
+    (tmp_path / "empty").mkdir()
+    runs = [
+        ["--json", str(REAL)],
+        ["--json", "--requests", "--now", NOW, "--jobs", "2", str(RULES)],
+        ["--json", str(bad)],
+        ["--json", str(tmp_path / "not-a-log.jsonl")],
+        ["--json", str(tmp_path / "not-a-log.jsonl"), str(bad)],
+        ["--json", str(tmp_path / "absent.jsonl")],
+        ["--json", str(tmp_path / "absent.jsonl"), str(bad)],
+        ["--json", str(tmp_path / "empty")],
+    ]
+    for args in runs:
+        quick, by_click = (_run(how, ["analyze", *args], tmp_path) for how in ("quick", "click"))
+        assert quick == by_click, args
+    assert _run("quick", ["analyze", "--json", str(bad)], tmp_path)[2]  # the skipped lines
+
+
+@pytest.mark.parametrize("name", sorted(FOLDER_RUNS))
+def test_quick_path_output_is_the_recorded_one(name: str) -> None:
+    status, out, _ = _run("quick", ["analyze", "--json", "--requests", "--now", NOW,
+                                    *FOLDER_RUNS[name]], ROOT)  # fmt: skip
+    assert status in (0, 1)
+    _check(f"folder-{name}", out)
+
+
+@pytest.mark.parametrize("tree", ["copies", "small"])
+def test_quick_path_tree_output_is_the_recorded_one(trees: Path, tree: str) -> None:  # noqa: F811
+    for jobs in ("1", "2"):
+        args = ["analyze", "--json", "--now", NOW, "--jobs", jobs, "projects"]
+        status, out, err = _run("quick", args, trees / tree)
+        assert (status, err) == (0, b"")
+        _check(f"tree-{tree}", out)

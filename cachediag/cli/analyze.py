@@ -2,31 +2,27 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, tzinfo
 from pathlib import Path
-from types import TracebackType
-from typing import IO, TYPE_CHECKING
+from typing import IO
 
 import click
 
 from cachediag.cli.captures import capture_join, captures_option
-from cachediag.cli.common import (
-    EPOCH,
-    Progress,
-    echo_lines,
-    emit_json,
-    finish_reading,
-    pricing_option,
+from cachediag.cli.common import EPOCH, finish_reading, pricing_option
+from cachediag.cli.window import Bound, resolve_window, window_options, zone_or_local
+from cachediag.quick import (
+    SessionJson,
+    TimeOrder,
+    first_at,
+    in_window,
+    json_lines,
+    table_progress,
 )
-from cachediag.cli.window import Bound, Window, resolve_window, window_options, zone_or_local
 
-if TYPE_CHECKING:
-    from cachediag.analysis.session import SessionAnalysis
+__all__ = ["SessionJson", "TimeOrder", "analyze", "first_at", "in_window", "table_progress"]
 
 
 @click.command()
@@ -117,16 +113,8 @@ def analyze(
 
     if as_json:
         render = SessionJson(requests, pricing_file, window)
-        with TimeOrder() as spool:
-            for at, line in run.rendered(path_list, stdin, clock, render):
-                spool.add(at, line)
-            if progress:
-                progress.close()
-                progress = None
-            if jq_filter is None:
-                echo_lines(spool.lines())
-            else:
-                emit_json(map(json.loads, spool.lines()), jq_filter)
+        json_lines(run, path_list, stdin, clock, render, jq_filter, progress)
+        progress = None
     else:
         from rich.console import RenderableType
 
@@ -163,101 +151,3 @@ def analyze(
     if progress:
         progress.close()
     finish_reading(run.issues, run.unreadable, run.errors, run.nothing_read)
-
-
-@dataclass(slots=True, frozen=True)
-class SessionJson:
-    """One session -> its JSON line; built in the worker that analysed it."""
-
-    requests: bool
-    pricing_file: Path | None
-    window: Window = field(default_factory=Window)
-
-    def __call__(self, a: SessionAnalysis) -> tuple[float, str]:
-        """When the session started, and its JSON line (empty for a session with no
-        request in the window)."""
-        from cachediag.pricing import price_function, pricing_source
-        from cachediag.report.serialize import json_line, session_dict
-
-        if not self.window.open and not in_window(a, self.window):
-            return first_at(a), ""
-
-        obj = session_dict(
-            a,
-            requests=self.requests,
-            price_of=price_function(self.pricing_file),
-            pricing_source=pricing_source(self.pricing_file),
-        )
-        return first_at(a), json_line(obj)
-
-
-class TimeOrder:
-    """JSON lines put in the tables' order: by the session's start, then as read.
-
-    The lines wait in memory up to ``MEMORY_CHARS``; past that (with ``--requests`` a
-    long history makes hundreds of MB of them) they all go to a private temporary file,
-    and only their start times and places are kept in memory. Use it as a context
-    manager: the file is closed (and so removed) at the end."""
-
-    MEMORY_CHARS = 16 << 20
-
-    def __init__(self) -> None:
-        self._held: list[tuple[float, int, str]] = []
-        self._held_chars = 0
-        self._file: IO[bytes] | None = None
-        self._places: list[tuple[float, int, int, int]] = []
-
-    def __enter__(self) -> TimeOrder:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if self._file is not None:
-            self._file.close()
-
-    def add(self, at: float, line: str) -> None:
-        if not line:
-            return
-        if self._file is None:
-            self._held.append((at, len(self._held), line))
-            self._held_chars += len(line)
-            if self._held_chars > self.MEMORY_CHARS:
-                self._spill()
-            return
-        data = line.encode()
-        self._places.append((at, len(self._places), self._file.tell(), len(data)))
-        self._file.write(data)
-
-    def _spill(self) -> None:
-        import tempfile  # only for a large output: most runs need no temporary file
-
-        self._file = tempfile.TemporaryFile()  # noqa: SIM115 (closed by __exit__)
-        held, self._held = self._held, []
-        for at, _, line in held:
-            self.add(at, line)
-
-    def lines(self) -> Iterator[str]:
-        if self._file is None:
-            for _, _, line in sorted(self._held):
-                yield line
-            return
-        for _, _, offset, size in sorted(self._places):
-            self._file.seek(offset)
-            yield self._file.read(size).decode()
-
-
-def in_window(a: SessionAnalysis, window: Window) -> bool:
-    return any(window.holds(e.record.at) for s in a.streams for e in s.entries)
-
-
-def first_at(a: SessionAnalysis) -> float:
-    """When the session started; sessions without requests sort last."""
-    times = [s.entries[0].record.at for s in a.streams if s.entries]
-    return min(times) if times else float("inf")
-
-
-def table_progress() -> Progress | None:
-    import sys
-
-    return Progress("reading sessions") if sys.stderr.isatty() else None

@@ -8,7 +8,9 @@ from typing import Any, TypeVar
 
 import click
 
-from cachediag.errors import InputError
+from cachediag.quick import capture_join
+
+__all__ = ["capture_join", "captures_option"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -27,27 +29,3 @@ def captures_option(fn: F) -> F:
         help="Join the records of 'cachediag proxy' in DIR to the transcripts read, for "
         "exact causes (default: ~/.local/state/cachediag/captures when it exists).",
     )(fn)
-
-
-def capture_join(captures_dir: Path | None, no_captures: bool) -> Any:
-    """The pipeline's ``enrich`` for these options, or ``None``; the index is built now,
-    so worker processes inherit it instead of each scanning the folder."""
-    if no_captures:
-        return None
-    if captures_dir is None:
-        # The proxy's folder is looked for without importing the index (most runs have
-        # no captures): as ``proxy.index.default_captures_dir`` does.
-        from cachediag.proxy.logfiles import default_log_dir
-
-        folder = default_log_dir()
-        if not folder.is_dir():
-            return None
-    else:
-        folder = captures_dir.expanduser()
-        if not folder.is_dir():
-            raise InputError(f"--captures {folder}: no such folder")
-    from cachediag.proxy.index import CaptureJoin
-
-    join = CaptureJoin(folder)
-    join.load()
-    return join

@@ -10,13 +10,24 @@ from typing import Any
 import click
 
 from cachediag.errors import CachediagError
-from cachediag.model import LineIssue
+from cachediag.output import (
+    MAX_LISTED_ISSUES,
+    MAX_LISTED_UNREADABLE,
+    Progress,
+    echo_lines,
+    finish_reading,
+    report_issues,
+    report_unreadable,
+)
 from cachediag.text import sanitize
 
 __all__ = [
     "EPOCH",
+    "MAX_LISTED_ISSUES",
+    "MAX_LISTED_UNREADABLE",
     "USD",
     "CachediagError",
+    "Progress",
     "echo_lines",
     "emit_json",
     "finish_reading",
@@ -50,8 +61,6 @@ class FiniteFloat(click.ParamType):  # type: ignore[type-arg]
 EPOCH = FiniteFloat("epoch", 0, 1e11)
 """Unix seconds up to the year 5138: beyond that no date library can show it."""
 USD = FiniteFloat("usd", 0, 1e12)
-
-MAX_LISTED_ISSUES = 5
 
 jq_option = click.option(
     "--jq",
@@ -93,98 +102,3 @@ def emit_json(objects: Iterable[Any], jq_filter: str | None) -> None:
                 click.echo(sanitize(value, lines=True))
             else:
                 click.echo(json.dumps(value, ensure_ascii=False))
-
-
-ECHO_BLOCK_CHARS = 1 << 20
-
-
-def echo_lines(lines: Iterable[str]) -> None:
-    """``click.echo`` of each line, in blocks of about ``ECHO_BLOCK_CHARS``: a write (and
-    flush) per line is 10,000 of them for a history of 10,000 sessions. The bytes are the
-    same: what click strips from text sent to a file never spans a newline."""
-    block: list[str] = []
-    size = 0
-    for line in lines:
-        block.append(line)
-        size += len(line)
-        if size >= ECHO_BLOCK_CHARS:
-            click.echo("\n".join(block))
-            block, size = [], 0
-    if block:
-        click.echo("\n".join(block))
-
-
-def report_issues(issues: list[LineIssue]) -> None:
-    """Say on stderr how many lines were skipped and where (never what they held)."""
-    files = [i for i in issues if i.line == 0]
-    lines = [i for i in issues if i.line != 0]
-    for label, group in (("file(s)", files), ("line(s)", lines)):
-        if not group:
-            continue
-        shown = "; ".join(
-            f"{i.source}:{i.line}: {i.reason}" if i.line else f"{i.source}: {i.reason}"
-            for i in group[:MAX_LISTED_ISSUES]
-        )
-        shown = sanitize(shown)
-        extra = len(group) - MAX_LISTED_ISSUES
-        more = f" (+{extra} more)" if extra > 0 else ""
-        click.echo(f"cachediag: skipped {len(group)} {label}: {shown}{more}", err=True)
-
-
-MAX_LISTED_UNREADABLE = 20
-
-
-def report_unreadable(unreadable: list[LineIssue]) -> None:
-    """Name on stderr each file or folder that could not be read, and why."""
-    if not unreadable:
-        return
-    shown = "; ".join(f"{i.source}: {i.reason}" for i in unreadable[:MAX_LISTED_UNREADABLE])
-    shown = sanitize(shown)  # a file name may hold control characters
-    extra = len(unreadable) - MAX_LISTED_UNREADABLE
-    more = f" (+{extra} more)" if extra > 0 else ""
-    click.echo(f"cachediag: could not read {len(unreadable)} path(s): {shown}{more}", err=True)
-
-
-def finish_reading(
-    issues: list[LineIssue], unreadable: list[LineIssue], errors: list[str], nothing_read: bool
-) -> None:
-    """What every batch command says after reading: skipped lines, unreadable paths, and
-    the errors (exit 1 for an error, or when paths were found and none could be read)."""
-    report_issues(issues)
-    if nothing_read and not errors and len(unreadable) == 1:
-        only = unreadable[0]  # one path named, and it could not be read: say so, once
-        raise CachediagError(f"{only.source}: {only.reason}")
-    report_unreadable(unreadable)
-    if nothing_read and not errors:
-        errors = [f"nothing could be read ({len(unreadable)} path(s) unreadable)"]
-    if errors:
-        for message in errors[:-1]:
-            click.echo(f"Error: {sanitize(message, lines=True)}", err=True)
-        raise CachediagError(errors[-1])
-
-
-class Progress:
-    """A transient progress bar on stderr; shown only for long runs at a terminal."""
-
-    MIN_ITEMS = 50
-
-    def __init__(self, label: str) -> None:
-        self.label = label
-        self._bar: Any = None
-        self._task: Any = None
-
-    def update(self, done: int, total: int) -> None:
-        if total < self.MIN_ITEMS:
-            return
-        if self._bar is None:
-            from rich.console import Console
-            from rich.progress import Progress as RichProgress
-
-            self._bar = RichProgress(console=Console(stderr=True), transient=True)
-            self._bar.start()
-            self._task = self._bar.add_task(self.label, total=total)
-        self._bar.update(self._task, completed=done)
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.stop()

@@ -19,6 +19,8 @@ from typing import Any, TypeVar
 
 import click
 
+from cachediag.quick import Window as Window  # where ``analyze --json`` finds it without click
+
 _SPAN = re.compile(r"(\d+)\s*([smhdw])", re.I)
 _SPAN_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _COMPACT_DATE = re.compile(r"\d{8}")
@@ -100,21 +102,6 @@ def _date(text: str) -> date:
         return date.fromisoformat(text)
     except ValueError:
         raise ValueError("no such date") from None
-
-
-@dataclass(slots=True, frozen=True)
-class Window:
-    """``[since, until)`` in epoch seconds; either end may be open (``None``)."""
-
-    since: float | None = None
-    until: float | None = None
-
-    def holds(self, at: float) -> bool:
-        return (self.since is None or at >= self.since) and (self.until is None or at < self.until)
-
-    @property
-    def open(self) -> bool:
-        return self.since is None and self.until is None
 
 
 def resolve_window(since: Bound | None, until: Bound | None, now: float, zone: tzinfo) -> Window:

@@ -1,0 +1,292 @@
+"""``cachediag analyze --json PATH...`` without click, and what it shares with the command.
+
+Scripts run ``analyze --json`` over and over; loading click and the options of every
+command is a tenth of what such a run costs on a short history. So ``entry`` hands the
+arguments here first. When they are only paths, the JSON output's flags, ``--now`` and
+``--jobs`` (``analyze_args``), the run happens here as ``cli.analyze`` does it: the
+same ``Run``, the same lines in the same order, the same notes, errors and exit status.
+Anything else (help, another option, stdin, an odd value) goes to click, which reads and
+checks it. The pieces of the JSON output live here; ``cli.analyze`` uses them too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import IO, TYPE_CHECKING, Any
+
+from cachediag.errors import CachediagError, InputError
+from cachediag.output import Progress, echo, echo_lines, finish_reading
+from cachediag.text import sanitize
+
+if TYPE_CHECKING:
+    from cachediag.analysis.session import SessionAnalysis
+    from cachediag.pipeline import Run
+
+
+@dataclass(slots=True, frozen=True)
+class Window:
+    """``[since, until)`` in epoch seconds; either end may be open (``None``)."""
+
+    since: float | None = None
+    until: float | None = None
+
+    def holds(self, at: float) -> bool:
+        return (self.since is None or at >= self.since) and (self.until is None or at < self.until)
+
+    @property
+    def open(self) -> bool:
+        return self.since is None and self.until is None
+
+
+@dataclass(slots=True, frozen=True)
+class SessionJson:
+    """One session -> its JSON line; built in the worker that analysed it."""
+
+    requests: bool
+    pricing_file: Path | None
+    window: Window = field(default_factory=Window)
+
+    def __call__(self, a: SessionAnalysis) -> tuple[float, str]:
+        """When the session started, and its JSON line (empty for a session with no
+        request in the window)."""
+        from cachediag.pricing import price_function, pricing_source
+        from cachediag.report.serialize import json_line, session_dict
+
+        if not self.window.open and not in_window(a, self.window):
+            return first_at(a), ""
+
+        obj = session_dict(
+            a,
+            requests=self.requests,
+            price_of=price_function(self.pricing_file),
+            pricing_source=pricing_source(self.pricing_file),
+        )
+        return first_at(a), json_line(obj)
+
+
+class TimeOrder:
+    """JSON lines put in the tables' order: by the session's start, then as read.
+
+    The lines wait in memory up to ``MEMORY_CHARS``; past that (with ``--requests`` a
+    long history makes hundreds of MB of them) they all go to a private temporary file,
+    and only their start times and places are kept in memory. Use it as a context
+    manager: the file is closed (and so removed) at the end."""
+
+    MEMORY_CHARS = 16 << 20
+
+    def __init__(self) -> None:
+        self._held: list[tuple[float, int, str]] = []
+        self._held_chars = 0
+        self._file: IO[bytes] | None = None
+        self._places: list[tuple[float, int, int, int]] = []
+
+    def __enter__(self) -> TimeOrder:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._file is not None:
+            self._file.close()
+
+    def add(self, at: float, line: str) -> None:
+        if not line:
+            return
+        if self._file is None:
+            self._held.append((at, len(self._held), line))
+            self._held_chars += len(line)
+            if self._held_chars > self.MEMORY_CHARS:
+                self._spill()
+            return
+        data = line.encode()
+        self._places.append((at, len(self._places), self._file.tell(), len(data)))
+        self._file.write(data)
+
+    def _spill(self) -> None:
+        import tempfile  # only for a large output: most runs need no temporary file
+
+        self._file = tempfile.TemporaryFile()  # noqa: SIM115 (closed by __exit__)
+        held, self._held = self._held, []
+        for at, _, line in held:
+            self.add(at, line)
+
+    def lines(self) -> Iterator[str]:
+        if self._file is None:
+            for _, _, line in sorted(self._held):
+                yield line
+            return
+        for _, _, offset, size in sorted(self._places):
+            self._file.seek(offset)
+            yield self._file.read(size).decode()
+
+
+def in_window(a: SessionAnalysis, window: Window) -> bool:
+    return any(window.holds(e.record.at) for s in a.streams for e in s.entries)
+
+
+def first_at(a: SessionAnalysis) -> float:
+    """When the session started; sessions without requests sort last."""
+    times = [s.entries[0].record.at for s in a.streams if s.entries]
+    return min(times) if times else float("inf")
+
+
+def table_progress() -> Progress | None:
+    return Progress("reading sessions") if sys.stderr.isatty() else None
+
+
+def capture_join(captures_dir: Path | None, no_captures: bool) -> Any:
+    """The pipeline's ``enrich`` for ``--captures``/``--no-captures``, or ``None``; the
+    index is built now, so worker processes inherit it instead of each scanning the
+    folder."""
+    if no_captures:
+        return None
+    if captures_dir is None:
+        # The proxy's folder is looked for without importing the index (most runs have
+        # no captures): as ``proxy.index.default_captures_dir`` does.
+        from cachediag.proxy.logfiles import default_log_dir
+
+        folder = default_log_dir()
+        if not folder.is_dir():
+            return None
+    else:
+        folder = captures_dir.expanduser()
+        if not folder.is_dir():
+            raise InputError(f"--captures {folder}: no such folder")
+    from cachediag.proxy.index import CaptureJoin
+
+    join = CaptureJoin(folder)
+    join.load()
+    return join
+
+
+def json_lines(
+    run: Run,
+    paths: list[Path],
+    stdin: IO[bytes] | None,
+    now: float,
+    render: SessionJson,
+    jq_filter: str | None,
+    progress: Progress | None,
+) -> None:
+    """Every session's JSON line (or what ``jq_filter`` makes of it), oldest first, once
+    all are read; ``progress`` is closed before the output starts."""
+    with TimeOrder() as spool:
+        for at, line in run.rendered(paths, stdin, now, render):
+            spool.add(at, line)
+        if progress:
+            progress.close()
+        if jq_filter is None:
+            echo_lines(spool.lines())
+        else:
+            from cachediag.cli.common import emit_json
+
+            emit_json(map(json.loads, spool.lines()), jq_filter)
+
+
+@dataclass(slots=True)
+class QuickArgs:
+    """What ``analyze`` arguments the quick path takes say."""
+
+    paths: list[Path]
+    requests: bool = False
+    now: float | None = None
+    jobs: int | None = None
+    no_captures: bool = False
+
+
+_FLAGS = {"--json": None, "--requests": "requests", "--no-captures": "no_captures"}
+EPOCH_MAX = 1e11
+"""``--now``'s bound, as ``cli.common.EPOCH`` has it."""
+
+
+def analyze_args(args: list[str]) -> QuickArgs | None:
+    """What ``analyze`` arguments say when they are only paths (one at least), flags of
+    the JSON output (``--json``, ``--requests``, ``--no-captures``), ``--now EPOCH`` and
+    ``--jobs N``, in any order, as click reads them (the last of a repeated option
+    counts); ``None`` for anything else, and for a value click might read otherwise.
+    A path that exists and cannot be read is left to click, which refuses it."""
+    taken = QuickArgs([])
+    as_json = False
+    given = iter(args)
+    for arg in given:
+        if arg in _FLAGS:
+            as_json = True
+            if (name := _FLAGS[arg]) is not None:
+                setattr(taken, name, True)
+        elif arg == "--jobs":
+            value = next(given, "")
+            if not (value.isascii() and value.isdigit() and value[0] != "0" and len(value) < 7):
+                return None
+            taken.jobs = int(value)
+        elif arg == "--now":
+            try:
+                taken.now = float(next(given, ""))
+            except ValueError:
+                return None
+            if not 0 <= taken.now <= EPOCH_MAX:
+                return None
+        elif arg and not arg.startswith("-"):
+            taken.paths.append(Path(arg))
+        else:
+            return None
+    if not as_json or not taken.paths or not all(map(_readable_or_absent, taken.paths)):
+        return None
+    return taken
+
+
+def _readable_or_absent(path: Path) -> bool:
+    try:
+        os.stat(path)
+    except (OSError, ValueError):
+        return True
+    return os.access(path, os.R_OK)
+
+
+def analyze(args: QuickArgs) -> None:
+    """``cli.analyze.analyze`` for the arguments ``analyze_args`` takes."""
+    from cachediag.pipeline import Run
+
+    clock = time.time() if args.now is None else args.now
+    run = Run(jobs=args.jobs, enrich=capture_join(None, args.no_captures))
+    progress = table_progress()
+    run.on_progress = progress.update if progress else None
+    render = SessionJson(args.requests, None)
+    json_lines(run, args.paths, None, clock, render, None, progress)
+    finish_reading(run.issues, run.unreadable, run.errors, run.nothing_read)
+
+
+def main(args: list[str]) -> None:
+    """Run ``cachediag ARGS`` here and exit when click is not needed for them; return
+    (having done nothing) when it is."""
+    if args[:1] != ["analyze"]:
+        return
+    taken = analyze_args(args[1:])
+    if taken is None:
+        return
+    sys.exit(_as_click_would(lambda: analyze(taken)))
+
+
+def _as_click_would(command: Callable[[], None]) -> int:
+    """Run ``command``; the exit status, after what click's ``main`` and the command group
+    (``cli.Main``) print for an error, an interrupt or a closed pipe."""
+    try:
+        command()
+    except BrokenPipeError:
+        # The reader went away (``| head -1``): what it wanted was printed.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except CachediagError as exc:
+        echo(f"Error: {sanitize(str(exc), lines=True)}", err=True)
+        return 1
+    except (EOFError, KeyboardInterrupt):
+        echo(err=True)
+        echo("Aborted!", err=True)
+        return 1
+    return 0
