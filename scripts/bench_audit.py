@@ -189,9 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trees", type=Path, help="build the trees here and keep them")
     shared.add_install_option(parser)
     args = parser.parse_args(argv)
-    corpus = args.corpus or (
-        shared.SHARED_CORPUS if shared.SHARED_CORPUS.is_dir() else shared.BUNDLED_CORPUS
-    )
+    corpus = args.corpus or shared.shared_corpus() or shared.BUNDLED_CORPUS
 
     ccusage = shared.find_ccusage()
     command, env = shared.installed(args.install)

@@ -92,11 +92,14 @@ class Calendar:
     minute decides its day whenever the zone's offset is a whole number of
     minutes, as every offset in force since then is."""
 
-    __slots__ = ("_memo", "zone")
+    __slots__ = ("_dates", "_memo", "zone")
 
     def __init__(self, zone: tzinfo = UTC) -> None:
         self.zone = zone
         self._memo: dict[int, tuple[str, str, str]] = {}
+        self._dates: dict[int, tuple[str, str, str]] = {}
+        """The keys of each local date seen (by ordinal): a minute not seen before
+        needs its date, not the text of its keys again."""
 
     def keys(self, at: float) -> tuple[str, str, str]:
         minute = int(at // 60) if at >= _MEMO_FROM else None
@@ -107,9 +110,12 @@ class Calendar:
         d = datetime.fromtimestamp(at, self.zone)
         if d.year < 1000:  # strftime does not pad such years; keep its spelling
             return day_of(at, self.zone), week_of(at, self.zone), month_of(at, self.zone)
-        year, week, _ = d.isocalendar()
-        day = f"{d.year:04d}-{d.month:02d}-{d.day:02d}"
-        keys = (day, f"{year}-W{week:02d}", day[:7])
+        date = d.toordinal()
+        keys = self._dates.get(date)
+        if keys is None:
+            year, week, _ = d.isocalendar()
+            day = f"{d.year:04d}-{d.month:02d}-{d.day:02d}"
+            keys = self._dates[date] = (day, f"{year}-W{week:02d}", day[:7])
         offset = d.utcoffset()
         if minute is not None and offset is not None and offset.total_seconds() % 60 == 0:
             self._memo[minute] = keys

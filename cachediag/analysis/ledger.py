@@ -121,19 +121,16 @@ class Ledger:
         self.output_tokens += cur.output_tokens
         if read + creation > 0:
             self.caching_observed = True
-        self._count(outcome, cur, diagnosis)
+        if outcome is Outcome.HIT:  # most requests
+            self.hits += 1
+        else:
+            self._count(outcome, cur, diagnosis)
         self.prev = cur
         self.prev_ttl = ttl
+        # Positional, in field order (index, record, outcome, ttl, gap_s,
+        # reprocessed_tokens, announced, diagnosis, evidence): once per request.
         return LedgerEntry(
-            index=self.requests - 1,
-            record=cur,
-            outcome=outcome,
-            ttl=ttl,
-            gap_s=gap,
-            reprocessed_tokens=reprocessed,
-            announced=kind,
-            diagnosis=diagnosis,
-            evidence=evidence,
+            self.requests - 1, cur, outcome, ttl, gap, reprocessed, kind, diagnosis, evidence
         )
 
     def _classify(
@@ -176,9 +173,7 @@ class Ledger:
         return Outcome.MISS, reprocessed, diagnose_miss(prev, cur, evidence, window), evidence
 
     def _count(self, outcome: Outcome, cur: RequestRecord, diagnosis: Diagnosis | None) -> None:
-        if outcome is Outcome.HIT:
-            self.hits += 1
-        elif outcome is Outcome.COLD:
+        if outcome is Outcome.COLD:
             self.cold_starts += 1
         elif outcome is Outcome.UNCACHED:
             self.uncached += 1
