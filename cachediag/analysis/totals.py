@@ -10,6 +10,7 @@ one by one.
 from __future__ import annotations
 
 import operator
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import reduce
@@ -63,10 +64,16 @@ class Totals:
         return (self.miss_cost_usd + self.rebuild_cost_usd) / self.cost_usd
 
 
-def _sum_floats(values: Iterable[float]) -> float:
-    # Added one by one, left to right, as a running ``Totals`` adds them (``sum`` of
-    # floats is compensated from Python 3.12 on, so its last digit may differ).
-    return reduce(operator.add, values, 0.0)
+# Floats are added one by one, left to right, as a running ``Totals`` adds them.
+if sys.version_info >= (3, 12):
+    # ``sum`` of floats is compensated from 3.12 on, so its last digit may differ.
+    def _sum_floats(values: Iterable[float]) -> float:
+        return reduce(operator.add, values, 0.0)
+
+else:
+    # Before, ``sum`` adds them exactly so, in C: several times faster than ``reduce``.
+    def _sum_floats(values: Iterable[float]) -> float:
+        return sum(values, 0.0)
 
 
 class Rows:
