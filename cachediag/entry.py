@@ -1,8 +1,9 @@
 """Console entry point.
 
 Kept free of heavy imports: the status line (run after every assistant message) is
-dispatched from here before click, rich or pydantic are loaded, and so is
-``analyze --json PATH...`` (``quick``) when its arguments need no option parser.
+dispatched from here before click, rich or pydantic are loaded, and so are
+``analyze --json PATH...`` (``quick``) and ``audit --json PATH...`` (``quick_audit``)
+when their arguments need no option parser.
 """
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ def main() -> None:
         from cachediag.quick import main as quick
 
         quick(args)  # exits when it ran the command; returns when click must read args
+    elif args[:1] == ["audit"]:
+        from cachediag.quick_audit import main as quick_audit
+
+        quick_audit(args)
     from cachediag.cli import main as cli_main
 
     cli_main(prog_name="cachediag")

@@ -42,6 +42,20 @@ def echo(text: str = "", *, err: bool = False) -> None:
     click.echo(text, err=err)
 
 
+def echo_bytes(data: bytes) -> None:
+    """``click.echo(data)`` for bytes, as ``echo`` is for text: the text stream flushed,
+    then the bytes and a newline to its binary buffer, flushed."""
+    stream = sys.stdout
+    if "click" not in sys.modules and _plain_text_stream(stream):
+        stream.flush()
+        stream.buffer.write(data + b"\n")
+        stream.buffer.flush()
+        return
+    import click
+
+    click.echo(data)
+
+
 def _plain_text_stream(stream: Any) -> bool:
     encoding = getattr(stream, "encoding", None)
     return (

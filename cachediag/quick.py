@@ -17,6 +17,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime, tzinfo
 from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any
@@ -27,6 +28,7 @@ from cachediag.text import sanitize
 
 if TYPE_CHECKING:
     from cachediag.analysis.session import SessionAnalysis
+    from cachediag.cli.window import Bound
     from cachediag.pipeline import Run
 
 
@@ -43,6 +45,48 @@ class Window:
     @property
     def open(self) -> bool:
         return self.since is None and self.until is None
+
+
+def resolve_window(since: Bound | None, until: Bound | None, now: float, zone: tzinfo) -> Window:
+    """The window the two bounds describe; an empty or inverted one is a usage error."""
+    start = None if since is None else since.resolve(now, zone, end=False)
+    # "--until 2026-02-11" includes that whole day; "--until 2h" means two hours ago.
+    stop = None if until is None else until.resolve(now, zone, end=True)
+    if start is not None and stop is not None and stop <= start:
+        import click  # only for this error: the quick JSON runs give no bounds
+
+        raise click.UsageError(
+            f"--until {until.text if until else ''} is not after --since "
+            f"{since.text if since else ''}: the window is empty"
+        )
+    return Window(start, stop)
+
+
+def local_zone() -> tzinfo:
+    """This machine's zone, as ccusage defaults to: ``$TZ``, then ``/etc/localtime``."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    name = os.environ.get("TZ", "").lstrip(":")
+    if name:
+        try:
+            return ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError):
+            pass
+    link = Path("/etc/localtime")
+    try:
+        target = str(link.resolve())
+        if "zoneinfo/" in target:
+            return ZoneInfo(target.split("zoneinfo/", 1)[1])
+        with link.open("rb") as f:
+            return ZoneInfo.from_file(f, key="localtime")
+    except (OSError, ZoneInfoNotFoundError, ValueError):
+        pass
+    # No zone database: the current offset, which is right outside DST changes.
+    return datetime.now().astimezone().tzinfo or ZoneInfo("UTC")
+
+
+def zone_or_local(zone: tzinfo | None) -> tzinfo:
+    return local_zone() if zone is None else zone
 
 
 @dataclass(slots=True, frozen=True)
@@ -236,12 +280,12 @@ def analyze_args(args: list[str]) -> QuickArgs | None:
             taken.paths.append(Path(arg))
         else:
             return None
-    if not as_json or not taken.paths or not all(map(_readable_or_absent, taken.paths)):
+    if not as_json or not taken.paths or not all(map(readable_or_absent, taken.paths)):
         return None
     return taken
 
 
-def _readable_or_absent(path: Path) -> bool:
+def readable_or_absent(path: Path) -> bool:
     try:
         os.stat(path)
     except (OSError, ValueError):
@@ -270,10 +314,10 @@ def main(args: list[str]) -> None:
     taken = analyze_args(args[1:])
     if taken is None:
         return
-    sys.exit(_as_click_would(lambda: analyze(taken)))
+    sys.exit(run_as_click(lambda: analyze(taken)))
 
 
-def _as_click_would(command: Callable[[], None]) -> int:
+def run_as_click(command: Callable[[], None]) -> int:
     """Run ``command``; the exit status, after what click's ``main`` and the command group
     (``cli.Main``) print for an error, an interrupt or a closed pipe."""
     try:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from cachediag import output
+from cachediag import output, quick_audit
 from cachediag import quick as quick_run
 from cachediag.cli import analyze as analyze_cli
 from cachediag.ingest.discover import discover
@@ -73,10 +73,10 @@ def test_json_runs_load_no_tables_prices_or_other_commands(command: str, tmp_pat
     modules = loaded_modules(args, tmp_path)
     others = tuple(f"cachediag.cli.{c}" for c in (*OTHER_COMMANDS, "analyze", "audit"))
     assert _unwanted(modules, NEVER_ON_JSON) == []
-    if command == "analyze":  # the quick path: no click at all
-        assert _unwanted(modules, ("click", "cachediag.cli")) == []
-    else:
-        assert _unwanted(modules, others) == [f"cachediag.cli.{command}"]
+    assert _unwanted(modules, ("click", "cachediag.cli")) == []  # the quick path
+    # Through click, only the command's own module of all the commands.
+    via_click = loaded_modules([*args, "--timezone", "UTC"], tmp_path)
+    assert _unwanted(via_click, others) == [f"cachediag.cli.{command}"]
 
 
 def test_analyze_json_without_a_window_needs_no_zone_or_temporary_file(tmp_path: Path) -> None:
@@ -255,10 +255,18 @@ def test_quick_path_writes_what_click_does(tmp_path: Path) -> None:
         ["--json", str(tmp_path / "absent.jsonl"), str(bad)],
         ["--json", str(tmp_path / "empty")],
     ]
-    for args in runs:
-        quick, by_click = (_run(how, ["analyze", *args], tmp_path) for how in ("quick", "click"))
-        assert quick == by_click, args
+    audits = [
+        ["--json", str(REAL)],
+        ["--json", "--by", "day", "--top", "0", "--jobs", "2", str(REAL), str(RULES)],
+        ["--json", "--by", "session", "--now", "1.8e9", "--no-progress", str(RULES)],
+        *runs[2:],
+    ]
+    for command, cases in (("analyze", runs), ("audit", audits)):
+        for args in cases:
+            quick, by_click = (_run(how, [command, *args], tmp_path) for how in ("quick", "click"))
+            assert quick == by_click, (command, args)
     assert _run("quick", ["analyze", "--json", str(bad)], tmp_path)[2]  # the skipped lines
+    assert _run("quick", ["audit", "--json", str(tmp_path / "absent.jsonl")], tmp_path)[0] == 1
 
 
 @pytest.mark.parametrize("name", sorted(FOLDER_RUNS))
@@ -276,3 +284,61 @@ def test_quick_path_tree_output_is_the_recorded_one(trees: Path, tree: str) -> N
         status, out, err = _run("quick", args, trees / tree)
         assert (status, err) == (0, b"")
         _check(f"tree-{tree}", out)
+
+
+@pytest.mark.parametrize(
+    ("args", "taken"),
+    [
+        (["--json", "a"], quick_audit.QuickAudit([Path("a")])),
+        (
+            ["a", "--by", "day", "--json", "--top", "0", "--no-progress", "--jobs", "2", "b"],
+            quick_audit.QuickAudit([Path("a"), Path("b")], by="day", top=0, jobs=2, progress=False),
+        ),
+        (
+            ["--json", "a", "--now", "nan", "--progress", "--by", "gap", "--by", "stream-kind"],
+            quick_audit.QuickAudit([Path("a")], by="stream-kind", progress=True),
+        ),
+    ],
+)
+def test_quick_audit_arguments(args: list[str], taken: quick_audit.QuickAudit) -> None:
+    got = quick_audit.audit_args(args)
+    assert got is not None
+    now = got.now
+    got.now = None
+    assert got == taken
+    assert (now is None) == ("--now" not in args)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["a"],
+        ["--json"],
+        ["--json", "-"],
+        ["--json", "a", "--csv"],
+        ["--json", "a", "--jq", "."],
+        ["--json", "a", "--schema"],
+        ["--json", "a", "--sql"],
+        ["--json", "a", "--by", "host"],
+        ["--json", "a", "--by", "user"],
+        ["--json", "a", "--by", "Day"],
+        ["--json", "a", "--by"],
+        ["--json", "a", "--top", "-1"],
+        ["--json", "a", "--top", "01"],
+        ["--json", "a", "--jobs", "0"],
+        ["--json", "a", "--now", "soon"],
+        ["--json", "a", "--since", "7d"],
+        ["--json", "a", "--timezone", "UTC"],
+        ["--json", "a", "--pricing", "p.json"],
+        ["--json", "a", "--tokens"],
+        ["--json", "a", "--help"],
+    ],
+)
+def test_quick_audit_leaves_everything_else_to_click(args: list[str]) -> None:
+    assert quick_audit.audit_args(args) is None
+
+
+def test_quick_audit_leaves_datasets_to_click(tmp_path: Path) -> None:
+    (tmp_path / "_schema.json").write_text("{}")
+    assert quick_audit.audit_args(["--json", str(tmp_path)]) is None
+    assert quick_audit.audit_args(["--json", str(tmp_path), str(REAL)]) is not None

@@ -4,131 +4,23 @@ from __future__ import annotations
 
 import functools
 import json
-import sys
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, fields
-from datetime import UTC, datetime, tzinfo
+from collections.abc import Callable
+from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from cachediag.cli.common import emit_json, finish_reading, pricing_option
-from cachediag.cli.window import Bound, Window, resolve_window, window_options, zone_or_local
+from cachediag.cli.window import window_options
+from cachediag.quick_audit import BY_CHOICES, AuditInputs, audit_report, iso_bound
 
 if TYPE_CHECKING:
-    from cachediag.analysis.session import SessionAnalysis
     from cachediag.pipeline_audit import AuditRun
 
+__all__ = ["BY_CHOICES", "AuditInputs", "audit", "audit_inputs", "iso_bound", "report_run_errors"]
+
 R = TypeVar("R")
-T = TypeVar("T")
-
-BY_CHOICES = [
-    "session",
-    "project",
-    "day",
-    "week",
-    "month",
-    "gap",
-    "model",
-    "cause",
-    "stream-kind",
-    "host",
-    "user",
-]
-
-
-def iso_bound(at: float | None) -> str | None:
-    """A window's end for JSON: the instant in UTC, the same whatever --timezone said."""
-    if at is None:
-        return None
-    return datetime.fromtimestamp(at, UTC).isoformat().replace("+00:00", "Z")
-
-
-@contextmanager
-def _progress(enabled: bool) -> Iterator[tuple[Any, Any]]:
-    """A progress bar on stderr; callbacks that do nothing when it is off."""
-    if not enabled:
-        yield (lambda n: None), (lambda: None)
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
-    # No refresh thread: sessions are read in forked processes, and a fork must not
-    # copy a thread's locks mid-use; the bar is redrawn on each session instead.
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-        auto_refresh=False,
-    ) as bar:
-        task = bar.add_task("sessions", total=None)
-
-        def advance() -> None:
-            bar.advance(task)
-            bar.refresh()
-
-        yield (lambda n: bar.update(task, total=n, refresh=True)), advance
-
-
-@dataclass(slots=True, frozen=True)
-class AuditInputs:
-    """What ``audit`` and ``report`` read, and how: the options ``audit_inputs`` adds."""
-
-    paths: tuple[Path, ...]
-    since: Bound | None
-    until: Bound | None
-    zone: tzinfo | None
-    now: float | None
-    top: int
-    pricing_file: Path | None
-    progress: bool | None
-    jobs: int | None
-
-    def window(self) -> tuple[Window, tzinfo]:
-        """The window the options describe, and the zone days begin in."""
-        display = zone_or_local(self.zone)
-        now = time.time() if self.now is None else self.now
-        return resolve_window(self.since, self.until, now, display), display
-
-    def read(
-        self, window: Window, zone: tzinfo, keep: Callable[[SessionAnalysis], T] | None = None
-    ) -> AuditRun[T]:
-        """Run the audit (``keep``: see ``run_audit``). With no ``paths``, a log piped
-        on stdin; with none piped (or an empty pipe), the Claude Code history."""
-        from cachediag.cli.stdin import piped_log
-        from cachediag.pipeline import default_paths
-        from cachediag.pipeline_audit import AuditOptions, run_audit
-
-        paths = self.paths
-        stdin = sys.stdin.buffer if "-" in map(str, paths) else None
-        if not paths:
-            stdin = piped_log(click.get_current_context().info_name or "audit")
-        inputs = list(paths) or ([Path("-")] if stdin is not None else default_paths())
-        options = AuditOptions(
-            since=window.since,
-            until=window.until,
-            top=self.top,
-            pricing_file=self.pricing_file,
-            zone=zone,
-        )
-        show = sys.stderr.isatty() if self.progress is None else self.progress
-        with _progress(show) as (on_start, on_done):
-            return run_audit(
-                inputs,
-                options,
-                on_start=on_start,
-                on_done=on_done,
-                workers=self.jobs,
-                keep=keep,
-                stdin=stdin,
-            )
-
 
 _INPUT_OPTIONS = [
     click.argument("paths", nargs=-1, type=click.Path(path_type=Path)),
@@ -267,7 +159,6 @@ def audit(
     window, display = inputs.window()
     paths, top, pricing_file = inputs.paths, inputs.top, inputs.pricing_file
     from cachediag.dataset.query import is_dataset
-    from cachediag.report.audit import build_report
 
     run: AuditRun[None]
     if as_sql or (paths and all(is_dataset(p) for p in paths)):
@@ -284,14 +175,7 @@ def audit(
         raise click.UsageError(f"--by {by} needs a dataset (cachediag export)")
     else:
         run = inputs.read(window, display)
-    report = build_report(
-        run.audit,
-        GroupBy(by),
-        run.pricing_source,
-        since=iso_bound(window.since),
-        until=iso_bound(window.until),
-        unreadable_files=len(run.unreadable),
-    )
+    report = audit_report(run, GroupBy(by), window)
     if jq_filter is not None:
         from cachediag.report.audit import report_dict
 

@@ -8,18 +8,20 @@ known, since a date means midnight in the display zone and a span counts back fr
 
 from __future__ import annotations
 
-import os
 import re
 import time as _time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
-from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from cachediag.quick import Window as Window  # where ``analyze --json`` finds it without click
+# Where the quick JSON runs (cachediag.quick) find them without click:
+from cachediag.quick import Window as Window
+from cachediag.quick import local_zone as local_zone
+from cachediag.quick import resolve_window as resolve_window
+from cachediag.quick import zone_or_local as zone_or_local
 
 _SPAN = re.compile(r"(\d+)\s*([smhdw])", re.I)
 _SPAN_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -104,19 +106,6 @@ def _date(text: str) -> date:
         raise ValueError("no such date") from None
 
 
-def resolve_window(since: Bound | None, until: Bound | None, now: float, zone: tzinfo) -> Window:
-    """The window the two bounds describe; an empty or inverted one is a usage error."""
-    start = None if since is None else since.resolve(now, zone, end=False)
-    # "--until 2026-02-11" includes that whole day; "--until 2h" means two hours ago.
-    stop = None if until is None else until.resolve(now, zone, end=True)
-    if start is not None and stop is not None and stop <= start:
-        raise click.UsageError(
-            f"--until {until.text if until else ''} is not after --since "
-            f"{since.text if since else ''}: the window is empty"
-        )
-    return Window(start, stop)
-
-
 class ZoneType(click.ParamType):  # type: ignore[type-arg]
     """An IANA zone name (``America/Los_Angeles``, ``UTC``) or ``local``."""
 
@@ -130,7 +119,6 @@ class ZoneType(click.ParamType):  # type: ignore[type-arg]
         text = str(value).strip()
         if text.lower() == "local":
             return local_zone()
-        # Here, not at the top: a run without --timezone or a window may need no zone.
         from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
         try:
@@ -142,29 +130,6 @@ class ZoneType(click.ParamType):  # type: ignore[type-arg]
                 param,
                 ctx,
             )
-
-
-def local_zone() -> tzinfo:
-    """This machine's zone, as ccusage defaults to: ``$TZ``, then ``/etc/localtime``."""
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-    name = os.environ.get("TZ", "").lstrip(":")
-    if name:
-        try:
-            return ZoneInfo(name)
-        except (ZoneInfoNotFoundError, ValueError):
-            pass
-    link = Path("/etc/localtime")
-    try:
-        target = str(link.resolve())
-        if "zoneinfo/" in target:
-            return ZoneInfo(target.split("zoneinfo/", 1)[1])
-        with link.open("rb") as f:
-            return ZoneInfo.from_file(f, key="localtime")
-    except (OSError, ZoneInfoNotFoundError, ValueError):
-        pass
-    # No zone database: the current offset, which is right outside DST changes.
-    return datetime.now().astimezone().tzinfo or ZoneInfo("UTC")
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -199,7 +164,3 @@ zone_option = click.option(
     help="Time zone for the times shown and for days, weeks and months: an IANA name "
     "(America/Los_Angeles, UTC); default: this machine's zone.",
 )
-
-
-def zone_or_local(zone: tzinfo | None) -> tzinfo:
-    return local_zone() if zone is None else zone
