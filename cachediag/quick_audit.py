@@ -213,7 +213,7 @@ def audit_args(args: list[str]) -> QuickAudit | None:
             return None
     if not as_json or not taken.paths or not all(map(readable_or_absent, taken.paths)):
         return None
-    from cachediag.dataset.query import is_dataset
+    from cachediag.dataset.schema import is_dataset
 
     if all(is_dataset(p) for p in taken.paths):
         return None

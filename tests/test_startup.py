@@ -34,6 +34,7 @@ NEVER_ON_JSON = (
     "cachediag.report.audit_tables",
     "cachediag.report.console",
     "cachediag.proxy.index",
+    "cachediag.dataset.query",
 )
 """Modules no ``--json`` run needs (once the price cache is warm)."""
 OTHER_COMMANDS = ("explain", "export", "proxy", "report", "prompt", "schema", "warm", "watch")

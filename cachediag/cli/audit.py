@@ -158,7 +158,7 @@ def audit(
         raise click.UsageError("--json (or --jq) and --csv are exclusive")
     window, display = inputs.window()
     paths, top, pricing_file = inputs.paths, inputs.top, inputs.pricing_file
-    from cachediag.dataset.query import is_dataset
+    from cachediag.dataset.schema import is_dataset
 
     run: AuditRun[None]
     if as_sql or (paths and all(is_dataset(p) for p in paths)):

@@ -21,7 +21,7 @@ from typing import Any
 
 from cachediag.analysis.audit import Audit, GroupBy, MissRow, SessionLine, SessionSpan, Totals
 from cachediag.analysis.whatif import Policy, PolicyResult, WhatIf
-from cachediag.dataset.schema import POLICIES, SCHEMA_FILE
+from cachediag.dataset.schema import POLICIES
 from cachediag.dataset.sql import TABLE, TOTALS, Dialect, Window, audit_queries
 from cachediag.errors import CachediagError, InputError
 
@@ -32,15 +32,6 @@ _STORED = tuple((_POLICY_OF[p], 3 * n) for n, p in enumerate(POLICIES))
 """Each stored policy and where its three columns begin in a session's ``WHATIF``."""
 _FETCH = 10_000
 """Session rows fetched at a time: tuples of a few dozen numbers each."""
-
-
-def is_dataset(path: Path) -> bool:
-    """A folder ``cachediag export`` wrote (or any Parquet file or Hive-partitioned folder)."""
-    if path.is_file():
-        return path.suffix == ".parquet"
-    return path.is_dir() and (
-        (path / SCHEMA_FILE).is_file() or any(True for _ in path.glob("day=*"))
-    )
 
 
 def _files(paths: Sequence[Path]) -> list[str]:

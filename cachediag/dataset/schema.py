@@ -10,6 +10,7 @@ not in the files.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 SCHEMA_VERSION = 1
@@ -17,6 +18,15 @@ SCHEMA_FILE = "_schema.json"
 PARTITIONS = ("day", "host")
 POLICIES = ("5m", "1h", "keep_alive", "evidence")
 """What-if policies stored per request (``as_happened`` is the request's own cost)."""
+
+
+def is_dataset(path: Path) -> bool:
+    """A folder ``cachediag export`` wrote (or any Parquet file or Hive-partitioned folder)."""
+    if path.is_file():
+        return path.suffix == ".parquet"
+    return path.is_dir() and (
+        (path / SCHEMA_FILE).is_file() or any(True for _ in path.glob("day=*"))
+    )
 
 
 @dataclass(slots=True, frozen=True)
