@@ -460,7 +460,7 @@ def report(concurrency: int, results: dict[str, Samples], load: tuple[float, flo
         f"{name} {s.cpu_ms / s.requests:.2f} ms"
         + (
             f" (+ {s.children_ms / s.requests:.2f} in its recorder process)"
-            if s.children_ms
+            if name == "proxy"
             else ""
         )
         for name, s in results.items()

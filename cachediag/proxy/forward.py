@@ -44,6 +44,9 @@ _NOT_FORWARDED = HOP_BY_HOP | {"host"}
 # aiohttp adds these when absent; a transparent proxy sends only what the client sent.
 _NO_AUTO = ("User-Agent", "Accept", "Accept-Encoding", "Content-Type")
 UPSTREAM_KEY: web.AppKey[Upstream] = web.AppKey("cachediag_upstream")
+SEPARATE_HEAD_BYTES = 65_536
+"""A request body larger than this follows its head in a send of its own (below it, one
+send of both costs less than a second system call)."""
 
 
 @dataclass(slots=True)
@@ -103,9 +106,10 @@ def upstream_url(base: URL, raw_path: str) -> URL:
 async def _streamed(request: web.Request, keep: list[bytes] | None) -> AsyncIterator[bytes]:
     """The request body as it arrives (a 1 MB conversation is not held back until read
     whole); ``keep`` collects it for the recorder."""
-    # An empty first piece makes the client send the request head on its own: with the
-    # first piece of body it would be joined into one copy of up to 256 KB.
-    yield b""
+    if (request.content_length or 0) > SEPARATE_HEAD_BYTES:
+        # An empty first piece makes the client send the request head on its own: with
+        # the first piece of a large body it would be joined into one copy of 256 KB.
+        yield b""
     async for chunk in pieces(request.content):
         if keep is not None:
             keep.append(chunk)

@@ -46,7 +46,8 @@ class LineWorker:
         caller builds it itself to see why). ``WorkerGone`` when the worker is gone."""
         try:
             self._conn.send(dataclasses.replace(ex, request_parts=[], chunks=[]))
-            for parts in (ex.request_parts, ex.chunks):
+            # The answer's pieces (one per SSE event, a few KB in all) cross as one.
+            for parts in (ex.request_parts, [b"".join(ex.chunks)]):
                 for part in parts:
                     if part:  # an empty one ends the list
                         self._conn.send_bytes(part)
