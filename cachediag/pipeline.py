@@ -219,7 +219,7 @@ class Run:
         groups = project_groups(sources)
         # Each file is looked at once: its size decides both whether to fork and the order.
         weights = [total_bytes(group) for group in groups]
-        jobs = workers_for(len(sources), sum(weights), self.jobs)
+        jobs = workers_for(weights, self.jobs)
         work = partial(analyze_group, now=now, render=render, enrich=self.enrich)
         batches = map_ordered(work, groups, jobs, weights)
         results = (result for batch in batches for result in batch)

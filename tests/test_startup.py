@@ -343,3 +343,18 @@ def test_quick_audit_leaves_datasets_to_click(tmp_path: Path) -> None:
     (tmp_path / "_schema.json").write_text("{}")
     assert quick_audit.audit_args(["--json", str(tmp_path)]) is None
     assert quick_audit.audit_args(["--json", str(tmp_path), str(REAL)]) is not None
+
+
+def test_forks_only_when_the_other_folders_hold_enough(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cachediag import parallel
+
+    monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda _: {0, 1}, raising=False)
+    mib = 1 << 20
+    assert parallel.workers_for([9 * mib, 1 * mib]) == 1  # one folder holds nearly all
+    assert parallel.workers_for([100 * mib]) == 1
+    assert parallel.workers_for([]) == 1
+    assert parallel.workers_for([3 * mib, 2 * mib, 2 * mib]) == 2
+    assert parallel.workers_for([16 * mib] * 6) == 2
+    assert parallel.workers_for([mib // 2] * 9) == 2  # 4 MiB beside the largest
+    assert parallel.workers_for([mib // 2] * 8) == 1
+    assert parallel.workers_for([9 * mib, 1 * mib], requested=3) == 3

@@ -53,7 +53,8 @@ __all__ = ["SessionJson", "TimeOrder", "analyze", "first_at", "in_window", "tabl
     "--jobs",
     type=click.IntRange(min=1),
     metavar="N",
-    help="Processes, this one included (default: one per core from 4 MB of input, else 1).",
+    help="Processes, this one included (default: one per core when 4 MB of the input "
+    "lie outside its largest project folder, else 1).",
 )
 def analyze(
     paths: tuple[Path, ...],

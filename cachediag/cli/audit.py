@@ -50,7 +50,8 @@ _INPUT_OPTIONS = [
         type=click.IntRange(min=1),
         metavar="N",
         default=None,
-        help="Processes, this one included (default: one per core from 4 MB of input, else 1).",
+        help="Processes, this one included (default: one per core when 4 MB of the input "
+        "lie outside its largest project folder, else 1).",
     ),
 ]
 _INPUT_NAMES = tuple(f.name for f in fields(AuditInputs))

@@ -52,7 +52,8 @@ def _labels(values: tuple[str, ...]) -> dict[str, str]:
     "--jobs",
     type=click.IntRange(min=1),
     default=None,
-    help="Processes, this one included (default: one per core from 4 MB of input, else 1).",
+    help="Processes, this one included (default: one per core when 4 MB of the input "
+    "lie outside its largest project folder, else 1).",
 )
 def export(
     paths: tuple[Path, ...],
