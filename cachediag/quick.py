@@ -265,27 +265,52 @@ def analyze_args(args: list[str]) -> QuickArgs | None:
             if (name := _FLAGS[arg]) is not None:
                 setattr(taken, name, True)
         elif arg == "--jobs":
-            value = next(given, "")
-            if not (value.isascii() and value.isdigit() and value[0] != "0" and len(value) < 7):
+            taken.jobs = plain_count(next(given, ""), 1)
+            if taken.jobs is None:
                 return None
-            taken.jobs = int(value)
         elif arg == "--now":
-            try:
-                taken.now = float(next(given, ""))
-            except ValueError:
+            taken.now = plain_float(next(given, ""))
+            if taken.now is None or not 0 <= taken.now <= EPOCH_MAX:
                 return None
-            if not 0 <= taken.now <= EPOCH_MAX:
-                return None
-        elif arg and not arg.startswith("-"):
-            taken.paths.append(Path(arg))
-        else:
+        elif not add_path(arg, taken.paths):
             return None
-    if not as_json or not taken.paths or not all(map(readable_or_absent, taken.paths)):
+    return taken if as_json and paths_click_takes(taken.paths) else None
+
+
+def plain_count(value: str, low: int) -> int | None:
+    """``value`` as click's ``IntRange(min=low)`` reads plain digits; ``None`` for a form
+    left to click (a sign, leading zeros, underscores, a huge number) or one below."""
+    if not (value.isascii() and value.isdigit() and len(value) < 7):
         return None
-    return taken
+    if value[0] == "0" and value != "0":
+        return None
+    number = int(value)
+    return number if number >= low else None
 
 
-def readable_or_absent(path: Path) -> bool:
+def plain_float(value: str) -> float | None:
+    """``value`` as click's ``float`` reads it (what ``float()`` takes), else ``None``."""
+    try:
+        return float(value)
+    except ValueError:
+        return None
+
+
+def add_path(arg: str, paths: list[Path]) -> bool:
+    """Take ``arg`` as a path when it is one to click (not an option, not stdin's ``-``)."""
+    if not arg or arg.startswith("-"):
+        return False
+    paths.append(Path(arg))
+    return True
+
+
+def paths_click_takes(paths: list[Path]) -> bool:
+    """At least one path, and none that click would refuse: it refuses a path that exists
+    and cannot be read (one that does not exist is the pipeline's to report)."""
+    return bool(paths) and all(map(_readable_or_absent, paths))
+
+
+def _readable_or_absent(path: Path) -> bool:
     try:
         os.stat(path)
     except (OSError, ValueError):

@@ -18,7 +18,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from cachediag.output import echo_bytes, finish_reading
-from cachediag.quick import Window, readable_or_absent, resolve_window, run_as_click, zone_or_local
+from cachediag.quick import (
+    Window,
+    add_path,
+    paths_click_takes,
+    plain_count,
+    plain_float,
+    resolve_window,
+    run_as_click,
+    zone_or_local,
+)
 
 if TYPE_CHECKING:
     from cachediag.analysis.audit import GroupBy
@@ -167,17 +176,6 @@ class QuickAudit:
     progress: bool | None = None
 
 
-def _count(value: str, low: int) -> int | None:
-    """``value`` as click's ``IntRange(min=low)`` reads plain digits; ``None`` for a form
-    left to click (a sign, leading zeros, underscores, a huge number)."""
-    if not (value.isascii() and value.isdigit() and len(value) < 7):
-        return None
-    if value[0] == "0" and value != "0":
-        return None
-    number = int(value)
-    return number if number >= low else None
-
-
 def audit_args(args: list[str]) -> QuickAudit | None:
     """What ``audit`` arguments say when ``--json`` is given with paths and only the
     options the quick path takes (the last of a repeated option counts); ``None`` for
@@ -190,28 +188,25 @@ def audit_args(args: list[str]) -> QuickAudit | None:
             as_json = True
         elif arg in ("--progress", "--no-progress"):
             taken.progress = arg == "--progress"
-        elif arg in ("--jobs", "--top"):
-            number = _count(next(given, ""), 1 if arg == "--jobs" else 0)
-            if number is None:
+        elif arg == "--jobs":
+            taken.jobs = plain_count(next(given, ""), 1)
+            if taken.jobs is None:
                 return None
-            if arg == "--jobs":
-                taken.jobs = number
-            else:
-                taken.top = number
+        elif arg == "--top":
+            if (top := plain_count(next(given, ""), 0)) is None:
+                return None
+            taken.top = top
         elif arg == "--by":
             taken.by = next(given, "")
             if taken.by not in _QUICK_BY:
                 return None
         elif arg == "--now":
-            try:  # a plain float option: click takes what float() takes
-                taken.now = float(next(given, ""))
-            except ValueError:
+            taken.now = plain_float(next(given, ""))
+            if taken.now is None:
                 return None
-        elif arg and not arg.startswith("-"):
-            taken.paths.append(Path(arg))
-        else:
+        elif not add_path(arg, taken.paths):
             return None
-    if not as_json or not taken.paths or not all(map(readable_or_absent, taken.paths)):
+    if not as_json or not paths_click_takes(taken.paths):
         return None
     from cachediag.dataset.schema import is_dataset
 
