@@ -56,7 +56,16 @@ def lookup_prices(model: str, at: float, pricing_file: Path | None = None) -> Mo
 
 
 def pricing_source(pricing_file: Path | None = None) -> str:
-    """Which source (and version) prices a run, for every report to state."""
+    """Which source (and version) prices a run, for every report to state; worked out
+    once per process (every session's JSON line names it)."""
+    file_key = None if pricing_file is None else str(pricing_file)
+    found = _SOURCES.get(file_key)
+    if found is None:
+        found = _SOURCES[file_key] = _pricing_source(pricing_file)
+    return found
+
+
+def _pricing_source(pricing_file: Path | None) -> str:
     if pricing_file is None:
         from cachediag.pricing.disk import DISK
 
@@ -70,6 +79,9 @@ def pricing_source(pricing_file: Path | None = None) -> str:
     from cachediag.pricing.overrides import load_price_file
 
     return load_price_file(pricing_file).source
+
+
+_SOURCES: dict[str | None, str] = {}
 
 
 def price_function(pricing_file: Path | None = None) -> PriceFn:
