@@ -254,3 +254,63 @@ def test_unpriced_models_and_the_price_source(duckdb: Any, tmp_path: Path) -> No
         assert want["unpriced_models"] and want["totals"]["unpriced_requests"] > 0
         assert want["pricing_source"].startswith("golden test prices")
         assert_same(audit_json("--by", by, str(out)), want, by)
+
+
+def _full_pass_misses(
+    duckdb: Any, roots: list[Path], top: int, window: Any
+) -> list[tuple[Any, ...]]:
+    """The top misses as one pass over every file would find them (what ``audit --sql``
+    prints): the answer the narrowed read must give."""
+    from cachediag.dataset.sql import Dialect, top_misses_sql
+
+    con = duckdb.connect()
+    try:
+        con.execute(
+            "CREATE VIEW requests AS SELECT * FROM read_parquet(["
+            + ", ".join(f"'{root}/**/*.parquet'" for root in roots)
+            + "], hive_partitioning = true)"
+        )
+        sql = top_misses_sql(top, window, Dialect.DUCKDB)
+        return [tuple(r) for r in con.execute(sql).fetchall()]
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("top", [1, 3, 10, 40, 100_000])
+def test_top_misses_read_from_the_files_that_hold_them(
+    duckdb: Any, tmp_path: Path, top: int
+) -> None:
+    """``run_audit`` reads the top misses only from the files holding a part's dearest
+    miss: the same misses, in the same order, as a pass over every file, whether the
+    top is shorter or longer than the misses, in a window, and with unpriced misses
+    (they rank last, as cost -1)."""
+    from cachediag.analysis.audit import GroupBy
+    from cachediag.dataset.query import run_audit
+    from cachediag.dataset.sql import Window
+
+    folders = [tmp_path / name for name in ("a", "b")]
+    export([REAL], folders[0], "host=a")
+    # The same requests again, Opus unpriced: the golden prices without it.
+    golden = json.loads((FIXTURES / "prices" / "golden.json").read_text())
+    del golden["models"]["claude-opus-4-6"]
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps(golden))
+    result = run("export", str(REAL), "--output", str(folders[1]), "--pricing", str(prices))
+    assert result.exit_code == 0, result.output
+    assert len(list(tmp_path.glob("*/day=*/host=*/*.parquet"))) > 6
+    for window in (Window(), Window(since=1770800000.0), Window(until=1770800000.0)):
+        for by in (GroupBy.CAUSE, GroupBy.SESSION):
+            audit = run_audit(folders, by, window, top=top, session_lines=False).audit
+            got = [
+                (m.cost_usd, m.reprocessed_tokens, m.at, m.session_id, m.index)
+                for m in audit.top_misses
+            ]
+            full = _full_pass_misses(duckdb, folders, top, window)
+            want = [(w[10], w[9], w[5], w[0], w[4]) for w in full]
+            # The same ranks in the same order; the same misses above the last rank
+            # (misses that tie with the last one may be either).
+            assert [g[:3] for g in got] == [w[:3] for w in want]
+            last = want[-1][:3] if want else None
+            assert {g for g in got if g[:3] != last} == {w for w in want if w[:3] != last}
+    every = run_audit(folders, GroupBy.CAUSE, Window(), top=100_000).audit.top_misses
+    assert any(m.cost_usd is None for m in every) and any(m.cost_usd for m in every)

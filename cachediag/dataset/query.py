@@ -11,10 +11,12 @@ output lists them.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,17 @@ from typing import Any
 from cachediag.analysis.audit import Audit, GroupBy, MissRow, SessionLine, SessionSpan, Totals
 from cachediag.analysis.whatif import Policy, PolicyResult, WhatIf
 from cachediag.dataset.schema import POLICIES
-from cachediag.dataset.sql import TABLE, TOTALS, Dialect, Window, audit_queries
+from cachediag.dataset.sql import (
+    TABLE,
+    TOTALS,
+    AuditQueries,
+    Dialect,
+    Window,
+    audit_queries,
+    candidate_files_sql,
+    miss_floor_sql,
+    top_misses_sql,
+)
 from cachediag.errors import CachediagError, InputError
 
 MEMORY_ENV = "CACHEDIAG_DUCKDB_MEMORY"
@@ -30,6 +42,7 @@ DEFAULT_MEMORY = "512MB"
 _POLICY_OF = {p.value: p for p in Policy}
 _STORED = tuple((_POLICY_OF[p], 3 * n) for n, p in enumerate(POLICIES))
 """Each stored policy and where its three columns begin in a session's ``WHATIF``."""
+_CANDIDATES = "candidate_files"
 _FETCH = 10_000
 """Session rows fetched at a time: tuples of a few dozen numbers each."""
 
@@ -126,6 +139,75 @@ def _connect(duckdb: Any, spill: str, memory_limit: str | None) -> Any:
     return con
 
 
+@contextlib.contextmanager
+def _collection_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused: the session lines are a million small
+    objects without cycles, and Python's collector walks all of them again and again
+    while they are made (a third of the time of the loop)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _view(name: str, files: Sequence[str]) -> str:
+    listed = ", ".join(_literal(f) for f in files)
+    # A view cannot take parameters: the paths go in as escaped string literals.
+    return (
+        f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet([{listed}], "
+        "hive_partitioning = true, filename = true)"
+    )
+
+
+def _top_misses(con: Any, top: int, window: Window) -> list[tuple[Any, ...]]:
+    """The dearest misses, read from the files that hold the dearest miss of a part: a
+    pass over every file costs a second of CPU at 3,000 files, most of it per file."""
+    if top <= 0:
+        return []
+    floor = next(iter(_fetch_all(con, miss_floor_sql(top))), (None,))[0]
+    files = [f for (f,) in _fetch_all(con, candidate_files_sql(floor))]
+    if not files:
+        return []
+    source = TABLE
+    if not any(c in f for f in files for c in "*?[{"):  # read_parquet would glob those
+        con.execute(_view(_CANDIDATES, files))
+        source = _CANDIDATES
+    return _fetch_all(con, top_misses_sql(top, window, Dialect.DUCKDB, source=source, floor=floor))
+
+
+def _fetch_all(con: Any, sql: str) -> list[tuple[Any, ...]]:
+    return list(con.execute(sql).fetchall())
+
+
+def _fill(audit: Audit, con: Any, qs: AuditQueries, by: GroupBy, session_lines: bool) -> None:
+    """Sessions, totals, groups and what-if of ``audit``, read from ``audit_parts``."""
+    if session_lines or by is GroupBy.SESSION:
+        cur = con.execute(qs.sessions)
+        with _collection_paused():
+            while batch := cur.fetchmany(_FETCH):
+                for row in batch:
+                    audit.sessions.append(_session_line(row))
+                    audit.skipped_lines += int(row[5] or 0)
+    else:
+        [(count, first_at, last_at, skipped)] = _fetch_all(con, qs.session_count)
+        audit.span = SessionSpan(int(count), first_at, last_at)
+        audit.skipped_lines = int(skipped)
+    # Each row: the key, the TOTALS, the recache share (computed again from Totals).
+    [total] = _fetch_all(con, qs.totals)
+    audit.totals = _totals(total[1 : 1 + len(TOTALS)])
+    if by is not GroupBy.SESSION:
+        groups = _fetch_all(con, qs.groups)
+        audit.groups[by] = {str(g[0]): _totals(g[1 : 1 + len(TOTALS)]) for g in groups}
+    for name, cost, misses, pings, unpriced in _fetch_all(con, qs.whatif):
+        policy = _POLICY_OF[name]
+        audit.whatif.results[policy] = PolicyResult(
+            policy, float(cost), int(misses), int(pings), int(unpriced)
+        )
+
+
 def run_audit(
     paths: Sequence[Path],
     by: GroupBy,
@@ -147,45 +229,16 @@ def run_audit(
     spill = tempfile.mkdtemp(prefix="cachediag-duckdb-")
     con = _connect(duckdb, spill, memory_limit)
     try:
-        listed = ", ".join(_literal(f) for f in files)
-        # A view cannot take parameters: the paths go in as escaped string literals.
-        con.execute(
-            f"CREATE VIEW {TABLE} AS SELECT * FROM read_parquet([{listed}], "
-            "hive_partitioning = true)"
-        )
-        qs = audit_queries(by, window, Dialect.DUCKDB, top)
+        con.execute(_view(TABLE, files))
+        qs = audit_queries(by, window, Dialect.DUCKDB, top, by_file=True)
         for statement in qs.parts:
             con.execute(statement)
-
-        def rows(sql: str) -> list[tuple[Any, ...]]:
-            return list(con.execute(sql).fetchall())
-
         audit = Audit(top=top)
-        keep = session_lines or by is GroupBy.SESSION
-        if keep:
-            cur = con.execute(qs.sessions)
-            while batch := cur.fetchmany(_FETCH):
-                for row in batch:
-                    audit.sessions.append(_session_line(row))
-                    audit.skipped_lines += int(row[5] or 0)
-        else:
-            [(count, first_at, last_at, skipped)] = rows(qs.session_count)
-            audit.span = SessionSpan(int(count), first_at, last_at)
-            audit.skipped_lines = int(skipped)
-        # Each row: the key, the TOTALS, the recache share (computed again from Totals).
-        [total] = rows(qs.totals)
-        audit.totals = _totals(total[1 : 1 + len(TOTALS)])
-        if by is not GroupBy.SESSION:
-            audit.groups[by] = {str(g[0]): _totals(g[1 : 1 + len(TOTALS)]) for g in rows(qs.groups)}
-        for name, cost, misses, pings, unpriced in rows(qs.whatif):
-            policy = _POLICY_OF[name]
-            audit.whatif.results[policy] = PolicyResult(
-                policy, float(cost), int(misses), int(pings), int(unpriced)
-            )
-        audit.top_misses = [_miss(m) for m in rows(qs.top_misses)]
+        _fill(audit, con, qs, by, session_lines)
+        audit.top_misses = [_miss(m) for m in _top_misses(con, top, window)]
         if audit.totals.unpriced_requests:
-            audit.unpriced_models = {m for (m,) in rows(qs.unpriced_models)}
-        sources = [s for (s,) in rows(qs.pricing_sources)]
+            audit.unpriced_models = {m for (m,) in _fetch_all(con, qs.unpriced_models)}
+        sources = [s for (s,) in _fetch_all(con, qs.pricing_sources)]
     except duckdb.Error as exc:
         raise CachediagError(f"dataset query failed: {exc}") from exc
     finally:

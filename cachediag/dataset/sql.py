@@ -6,7 +6,9 @@ once per session and group key into ``audit_parts`` (a few rows per session), an
 other query reads only that, except the top misses, which need the requests themselves.
 The result columns are named like the fields of the JSON report (``key``, ``requests``,
 ..., ``cost_usd``). ``audit_sql`` prints the queries for Spark, Trino or BigQuery; the
-``query`` module hands the same text to DuckDB over the Parquet files.
+``query`` module hands the same text to DuckDB over the Parquet files, with one
+difference: there the parts are also kept per file, so that the top misses are read
+from the few files that hold them (``by_file``), not from every file a second time.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ WHATIF = (
 )
 """The per-request what-if columns, summed per session as they are stored."""
 SESSION_KEYS = ("session_id", "project", "source")
+FILE = "filename"
+"""The file a row was read from (DuckDB's ``read_parquet(..., filename = true)``)."""
 _DOLLARS = frozenset(n for n in (*TOTALS, *WHATIF) if n.endswith("_usd"))
 
 
@@ -162,12 +166,22 @@ def _where(w: Window, d: Dialect, *more: str) -> str:
     return f"\nWHERE {' AND '.join(parts)}" if parts else ""
 
 
-def parts_sql(by: GroupBy, w: Window, d: Dialect) -> list[str]:
+def parts_sql(by: GroupBy, w: Window, d: Dialect, *, by_file: bool = False) -> list[str]:
     """The one pass over the requests: their sums per session, price source and group
-    key, kept as ``audit_parts`` (a temporary table in DuckDB, a cached view in Spark)."""
+    key, kept as ``audit_parts`` (a temporary table in DuckDB, a cached view in Spark).
+
+    ``by_file`` (DuckDB, running the audit itself over a view with a ``filename``
+    column): the parts are kept per file too, with the cost of each part's dearest miss
+    (``top_miss_cost``), so that the top misses read only the files that hold one
+    (``candidate_files_sql``) instead of passing over every file a second time."""
     q = _quoter(d)
-    keys = [*map(q, SESSION_KEYS), q("pricing_source")]
+    keys = [*map(q, SESSION_KEYS), q("pricing_source"), *([q(FILE)] if by_file else [])]
     key = group_key(by, d, w.zone)
+    dearest = (
+        [f"MAX(CASE WHEN {_is_miss(q)} THEN {_miss_rank(q)} END) AS {q('top_miss_cost')}"]
+        if by_file
+        else []
+    )
     cols = [
         *keys,
         f"{key} AS {q('key')}",
@@ -175,12 +189,38 @@ def parts_sql(by: GroupBy, w: Window, d: Dialect) -> list[str]:
         f"MAX({q('at_s')}) AS {q('last_at')}",
         f"MAX({q('session_skipped_lines')}) AS {q('skipped_lines')}",
         *_request_sums(d),
+        *dearest,
     ]
     body = ",\n  ".join(cols)
     select = f"SELECT\n  {body}\nFROM {TABLE}{_where(w, d)}\nGROUP BY {', '.join(keys)}, {key}"
     if d is Dialect.SPARK:
         return [f"CREATE OR REPLACE TEMPORARY VIEW {PARTS} AS\n{select}", f"CACHE TABLE {PARTS}"]
     return [f"CREATE OR REPLACE TEMPORARY TABLE {PARTS} AS\n{select}"]
+
+
+def miss_floor_sql(top: int) -> str:
+    """The ``top``-th dearest of the parts' dearest misses (DuckDB, ``by_file``): the
+    ``top`` misses all cost at least that much, since those parts hold ``top`` misses."""
+    return (
+        f'SELECT "top_miss_cost" FROM {PARTS} WHERE "top_miss_cost" IS NOT NULL\n'
+        f"ORDER BY 1 DESC LIMIT 1 OFFSET {int(top) - 1}"
+    )
+
+
+def candidate_files_sql(floor: float | None) -> str:
+    """The files holding a miss that costs at least ``floor`` (any miss when ``None``)."""
+    at_least = "IS NOT NULL" if floor is None else f">= {floor!r}"
+    return f'SELECT DISTINCT "{FILE}" FROM {PARTS} WHERE "top_miss_cost" {at_least} ORDER BY 1'
+
+
+def _is_miss(q: Callable[[str], str]) -> str:
+    return f"{q('outcome')} = 'miss'"
+
+
+def _miss_rank(q: Callable[[str], str]) -> str:
+    """How misses rank, dearest first (then by re-processed tokens, the earliest first);
+    unpriced ones as if they had cost -1."""
+    return f"COALESCE({q('miss_cost_usd')}, -1)"
 
 
 def _with_share(columns: list[str], d: Dialect, tail: str = "") -> str:
@@ -245,7 +285,11 @@ def whatif_sql(d: Dialect) -> str:
     )
 
 
-def top_misses_sql(top: int, w: Window, d: Dialect) -> str:
+def top_misses_sql(
+    top: int, w: Window, d: Dialect, *, source: str = TABLE, floor: float | None = None
+) -> str:
+    """The ``top`` dearest misses; DuckDB, knowing their ``floor`` (``miss_floor_sql``),
+    reads them from a view of the files that hold them (``source``)."""
     q = _quoter(d)
     cols = [
         q("session_id"),
@@ -260,10 +304,11 @@ def top_misses_sql(top: int, w: Window, d: Dialect) -> str:
         q("reprocessed_tokens"),
         f"{q('miss_cost_usd')} AS {q('cost_usd')}",
     ]
-    miss = q("outcome") + " = 'miss'"
+    # A floor above -1 leaves out the unpriced misses, which rank as -1.
+    cheap = [f"{q('miss_cost_usd')} >= {floor!r}"] if floor is not None and floor > -1 else []
     return (
-        f"SELECT {', '.join(cols)}\nFROM {TABLE}{_where(w, d, miss)}\n"
-        f"ORDER BY COALESCE({q('miss_cost_usd')}, -1) DESC, {q('reprocessed_tokens')} DESC, "
+        f"SELECT {', '.join(cols)}\nFROM {source}{_where(w, d, _is_miss(q), *cheap)}\n"
+        f"ORDER BY {_miss_rank(q)} DESC, {q('reprocessed_tokens')} DESC, "
         f"{q('at_s')}\nLIMIT {int(top)}"
     )
 
@@ -328,9 +373,11 @@ class AuditQueries:
     pricing_sources: str
 
 
-def audit_queries(by: GroupBy, w: Window, d: Dialect, top: int = 10) -> AuditQueries:
+def audit_queries(
+    by: GroupBy, w: Window, d: Dialect, top: int = 10, *, by_file: bool = False
+) -> AuditQueries:
     return AuditQueries(
-        parts=parts_sql(by, w, d),
+        parts=parts_sql(by, w, d, by_file=by_file),
         groups=groups_sql(by, d),
         totals=totals_sql(d),
         whatif=whatif_sql(d),
