@@ -1,5 +1,5 @@
 """The one part of the build pyproject.toml cannot declare: the optional C extensions,
-the line scanner and the JSON line encoder.
+the line scanner, the transcript line picker and the JSON line encoder.
 
 ``optional=True``: where no compiler is available the install still succeeds and
 cachediag falls back to its pure-Python twins (same results, slower on large trees).
@@ -18,6 +18,12 @@ setup(
         Extension(
             "cachediag.ingest._scan",
             sources=["cachediag/ingest/_scan.c"],
+            extra_compile_args=STRICT,
+            optional=True,
+        ),
+        Extension(
+            "cachediag.ingest._fields",
+            sources=["cachediag/ingest/_fields.c"],
             extra_compile_args=STRICT,
             optional=True,
         ),

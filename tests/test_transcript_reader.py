@@ -12,6 +12,7 @@ from cachediag.ingest.anthropic import (
     _checked_counts,
     ttl_of,
     usage_counts,
+    usage_fields,
     usage_record,
 )
 from cachediag.ingest.lines import BadLine
@@ -49,7 +50,7 @@ def _usage(values: list[object], split: list[object] | None) -> dict[str, Any]:
 
 def _plain_counts(usage: dict[str, Any]) -> tuple[object, ...]:
     """The counts as ``usage_record`` read them before the shortcut: one at a time."""
-    return _checked_counts(usage, usage.get("cache_creation"))
+    return _checked_counts(usage_fields(usage))
 
 
 def _outcome(fn: Any, usage: dict[str, Any]) -> tuple[object, ...]:

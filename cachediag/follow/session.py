@@ -15,7 +15,7 @@ from typing import Any
 from cachediag.analysis.ledger import Ledger, LedgerEntry
 from cachediag.follow.files import cursor, open_regular_fd
 from cachediag.follow.needles import file_needles, needles_of, saved_needles
-from cachediag.ingest.lines import BadLine, parse_line, scan_chunk
+from cachediag.ingest.lines import BadLine, scan_chunk
 from cachediag.ingest.needles import MAX_LINE_BYTES
 from cachediag.ingest.transcript import FORMAT, TranscriptReader, agent_kind
 from cachediag.model import MAIN_STREAM, SessionLog, StreamItem, StreamKind
@@ -181,7 +181,7 @@ class LiveSession:
 
     def _feed(self, reader: TranscriptReader, raw: bytes, number: int) -> None:
         try:
-            item = reader.feed(parse_line(raw), number)
+            item = reader.feed_line(raw, number)
         except BadLine as exc:
             self._bad(reader, number, str(exc))
             return

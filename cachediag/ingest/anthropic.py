@@ -31,7 +31,12 @@ def parse_timestamp(value: Any) -> float:
 
 
 def token_count(usage: JsonObject, key: str, default: int | None = 0) -> int | None:
-    value = usage.get(key)
+    return count_of(usage.get(key), key, default)
+
+
+def count_of(value: Any, key: str, default: int | None = 0) -> int | None:
+    """``value`` as the token count ``key`` (``default`` when missing or null); raises
+    ``BadLine`` for anything else than a non-negative integer in range."""
     if type(value) is int and 0 <= value <= MAX_TOKENS:  # the usual case first: hot path
         return value
     if value is None:
@@ -45,37 +50,70 @@ def token_count(usage: JsonObject, key: str, default: int | None = 0) -> int | N
     return int(value)
 
 
-def server_reason(message: JsonObject) -> ServerReason | None:
+ReasonCode = tuple[str | None, Any] | bool | None
+"""What a message's ``diagnostics`` say, as the line picker (``_fields.c``) gives it too:
+``None`` without diagnostics, ``False`` when they name no usable reason, else ``(type,
+missed)`` for ``ServerReason(type, missed)``."""
+
+
+def reason_code(message: JsonObject) -> ReasonCode:
     if "diagnostics" not in message:
         return None
     diagnostics = message.get("diagnostics")
     if diagnostics is None:
-        return ServerReason(type=None)
+        return (None, None)
     if not isinstance(diagnostics, dict):
-        return None
+        return False
     reason = diagnostics.get("cache_miss_reason")
     if reason is None:
-        return ServerReason(type=None)
+        return (None, None)
     if not isinstance(reason, dict) or not isinstance(reason.get("type"), str):
-        return None
+        return False
     missed = reason.get("cache_missed_input_tokens")
-    return ServerReason(
-        type=reason["type"], missed_tokens=missed if isinstance(missed, int) else None
-    )
+    return (reason["type"], missed if isinstance(missed, int) else None)
+
+
+def reason_of(code: ReasonCode) -> ServerReason | None:
+    if not isinstance(code, tuple):
+        return None
+    return ServerReason(type=code[0], missed_tokens=code[1])
+
+
+def server_reason(message: JsonObject) -> ServerReason | None:
+    return reason_of(reason_code(message))
 
 
 UsageCounts = tuple[int, int, int, int, int | None, int | None]
 """(input, cache read, cache creation, output, creation 5m, creation 1h) tokens."""
 
 
+UsageFields = tuple[Any, Any, Any, Any, tuple[Any, Any] | None]
+"""The raw values of a ``usage`` object's counts: input, cache read, cache creation,
+output, and its ``cache_creation`` split (5m, 1h), ``None`` when that is not an object."""
+
+
+def usage_fields(usage: JsonObject) -> UsageFields:
+    split = usage.get("cache_creation")
+    return (
+        usage.get("input_tokens"),
+        usage.get("cache_read_input_tokens"),
+        usage.get("cache_creation_input_tokens"),
+        usage.get("output_tokens"),
+        (split.get("ephemeral_5m_input_tokens"), split.get("ephemeral_1h_input_tokens"))
+        if isinstance(split, dict)
+        else None,
+    )
+
+
 def usage_counts(usage: JsonObject) -> UsageCounts:
     """The token counts of an Anthropic ``usage`` object; the 5m/1h split is ``None``
     when the object has none. Raises ``BadLine`` for the first bad count."""
-    inp = usage.get("input_tokens")
-    read = usage.get("cache_read_input_tokens")
-    creation = usage.get("cache_creation_input_tokens")
-    out = usage.get("output_tokens")
-    split = usage.get("cache_creation")
+    return counts_of(usage_fields(usage))
+
+
+def counts_of(fields: UsageFields) -> UsageCounts:
+    """``usage_counts`` of a usage object's raw values."""
+    inp, read, creation, out, split = fields
     # Nearly every line has four plain counts in range: checked at once, nothing can
     # raise, so the order of the checks below does not matter for them.
     if (
@@ -88,10 +126,9 @@ def usage_counts(usage: JsonObject) -> UsageCounts:
         and 0 <= creation <= MAX_TOKENS
         and 0 <= out <= MAX_TOKENS
     ):
-        if not isinstance(split, dict):
+        if split is None:
             return inp, read, creation, out, None, None
-        c5m = split.get("ephemeral_5m_input_tokens")
-        c1h = split.get("ephemeral_1h_input_tokens")
+        c5m, c1h = split
         if (
             type(c5m) is int
             and type(c1h) is int
@@ -99,19 +136,20 @@ def usage_counts(usage: JsonObject) -> UsageCounts:
             and 0 <= c1h <= MAX_TOKENS
         ):
             return inp, read, creation, out, c5m, c1h
-    return _checked_counts(usage, split)
+    return _checked_counts(fields)
 
 
-def _checked_counts(usage: JsonObject, split: object) -> UsageCounts:
+def _checked_counts(fields: UsageFields) -> UsageCounts:
     # One count at a time, in the order that decides which bad count a line is blamed on.
-    creation = token_count(usage, "cache_creation_input_tokens") or 0
+    inp, read, creation, out, split = fields
+    creation = count_of(creation, "cache_creation_input_tokens") or 0
     c5m = c1h = None
-    if isinstance(split, dict):
-        c5m = token_count(split, "ephemeral_5m_input_tokens")
-        c1h = token_count(split, "ephemeral_1h_input_tokens")
-    inp = token_count(usage, "input_tokens") or 0
-    read = token_count(usage, "cache_read_input_tokens") or 0
-    out = token_count(usage, "output_tokens") or 0
+    if split is not None:
+        c5m = count_of(split[0], "ephemeral_5m_input_tokens")
+        c1h = count_of(split[1], "ephemeral_1h_input_tokens")
+    inp = count_of(inp, "input_tokens") or 0
+    read = count_of(read, "cache_read_input_tokens") or 0
+    out = count_of(out, "output_tokens") or 0
     return inp, read, creation, out, c5m, c1h
 
 

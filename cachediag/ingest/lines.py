@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 try:  # orjson parses the big transcript lines several times faster; json is the fallback.
     from orjson import JSONDecodeError as _DecodeError
@@ -67,14 +67,28 @@ def parse_numbered(
     numbered: Iterable[tuple[int, bytes]], source: str, issues: list[LineIssue]
 ) -> Iterator[tuple[int, JsonObject]]:
     """Parse numbered raw lines; a bad one becomes an issue with its number."""
+    return parsed_lines(numbered, source, issues, parse_line)
+
+
+Parsed = TypeVar("Parsed")
+
+
+def parsed_lines(
+    numbered: Iterable[tuple[int, bytes]],
+    source: str,
+    issues: list[LineIssue],
+    parse: Callable[[bytes], Parsed],
+) -> Iterator[tuple[int, Parsed]]:
+    """``parse`` each numbered raw line (blank ones are passed over); a line it finds bad
+    (``BadLine``) becomes an issue with its number."""
     for number, raw in numbered:
         if raw is OVERLONG:
             issues.append(LineIssue(source, number, f"line longer than {MAX_LINE_BYTES >> 20} MiB"))
             continue
-        if not raw.strip():
+        if raw[:1] != b"{" and not raw.strip():  # a line starting with "{" is not blank
             continue
         try:
-            yield number, parse_line(raw)
+            yield number, parse(raw)
         except BadLine as exc:
             reason = str(exc)
             if not raw.endswith(b"\n"):
@@ -113,18 +127,20 @@ def scan_lines(
             _BUFFERS.append(buffer)
 
 
-def _chunks(stream: IO[bytes], buffer: bytearray) -> Iterator[bytes | bytearray]:
-    """The stream's bytes in chunks of up to ``len(buffer)``: ``buffer`` itself when a
-    read fills it (valid until the next chunk is asked for), else a copy; ``b""`` ends."""
+def _chunks(stream: IO[bytes], buffer: bytearray) -> Iterator[tuple[bytes | bytearray, int]]:
+    """``(chunk, size)``: the stream's next bytes are ``chunk[:size]``, up to ``len(buffer)``
+    at a time; ``chunk`` is ``buffer`` itself when read into (valid until the next chunk is
+    asked for), never a copy: a file shorter than the buffer (most session files) is
+    scanned where it was read. Size 0 ends."""
     readinto = getattr(stream, "readinto", None)
     if readinto is None:  # a stream without readinto: a fresh chunk per read
         while block := stream.read(len(buffer)):
-            yield block
-        yield b""
+            yield block, len(block)
+        yield b"", 0
         return
     while n := readinto(buffer):
-        yield buffer if n == len(buffer) else bytes(buffer[:n])
-    yield b""
+        yield buffer, n
+    yield b"", 0
 
 
 def _scan_chunks(
@@ -133,20 +149,20 @@ def _scan_chunks(
     carry: list[bytes] = []
     carried = 0
     skipping = False
-    for block in _chunks(stream, buffer):
+    for block, size in _chunks(stream, buffer):
         cut = 0
         if skipping:  # inside a line longer than the cap: on to its newline, unread
-            cut = block.find(b"\n") + 1
-            if block and cut == 0:
+            cut = block.find(b"\n", 0, size) + 1
+            if size and cut == 0:
                 continue
             yield line, OVERLONG
             line += 1
             skipping = False
         elif carry:
-            cut = block.find(b"\n") + 1 if block else len(block)
-            if block and cut == 0:  # one line longer than a chunk: keep reading
-                carry.append(bytes(block))
-                carried += len(block)
+            cut = block.find(b"\n", 0, size) + 1 if size else 0
+            if size and cut == 0:  # one line longer than a chunk: keep reading
+                carry.append(bytes(block[:size]))
+                carried += size
                 if carried > MAX_LINE_BYTES:  # never held whole: skipped as a bad line
                     carry, carried, skipping = [], 0, True
                 continue
@@ -160,9 +176,9 @@ def _scan_chunks(
                 for index, start, stop in found:
                     yield line + index, joined[start:stop]
                 line += newlines
-        if not block:
+        if not size:
             return
-        end = block.rfind(b"\n") + 1
+        end = block.rfind(b"\n", 0, size) + 1
         if end > cut:
             found, newlines = scan_chunk(block, cut, end, needles)
             # Lines leave as bytes of their own: the buffer is read into again.
@@ -171,8 +187,8 @@ def _scan_chunks(
                 yield line + index, view[start:stop].tobytes()
             view.release()
             line += newlines
-        if end < len(block):
-            carry.append(bytes(block[max(end, cut) :]))
+        if end < size:
+            carry.append(bytes(block[max(end, cut) : size]))
             carried = len(carry[0])
 
 

@@ -1,6 +1,7 @@
-"""The compiled line scanner (``_scan.c``), when it was built and is not switched off.
+"""The compiled line scanner (``_scan.c``) and transcript line picker (``_fields.c``),
+when they were built and are not switched off.
 
-``CACHEDIAG_PURE_PYTHON=1`` (any value but empty or ``0``) forces the Python scanner: for
+``CACHEDIAG_PURE_PYTHON=1`` (any value but empty or ``0``) forces their Python twins: for
 tests that hold the two to the same answers, and to rule the extension out when a result
 looks wrong.
 """
@@ -12,11 +13,13 @@ import os
 TYPE_CHECKING = False  # not typing's: the status line's warm path imports this module
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import Any
 
     ScanChunk = Callable[
         [bytes | bytearray, int, int, tuple[bytes, ...]], tuple[list[tuple[int, int, int]], int]
     ]
     WantedLines = Callable[[bytes, int, tuple[bytes, ...]], list[int]]
+    Pick = Callable[[bytes], Any]
 
 
 API = 1
@@ -37,3 +40,22 @@ def load_scanner() -> tuple[ScanChunk, WantedLines] | None:
 
 
 SCANNER = load_scanner()
+
+FIELDS_API = 1
+"""The ``_fields.API`` this code was written for (as ``API`` for the scanner)."""
+
+
+def load_picker() -> Pick | None:
+    """The compiled transcript line picker (``ingest.fields``), under the same switch."""
+    if os.environ.get("CACHEDIAG_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    try:
+        from cachediag.ingest import _fields
+    except ImportError:
+        return None
+    if getattr(_fields, "API", None) != FIELDS_API:
+        return None
+    return _fields.pick
+
+
+PICKER = load_picker()

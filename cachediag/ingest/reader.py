@@ -11,7 +11,8 @@ from typing import IO
 from cachediag.errors import NotALogError
 from cachediag.ingest.detect import CLAUDE_CODE, SNIFF_LINES, detect_format
 from cachediag.ingest.discover import AgentFile, SessionSource
-from cachediag.ingest.lines import OVERLONG, BadLine, parse_numbered, scan_chunk, scan_lines
+from cachediag.ingest.fields import SESSION, numbered_fields
+from cachediag.ingest.lines import OVERLONG, BadLine, scan_chunk, scan_lines
 from cachediag.ingest.needles import MAX_LINE_BYTES, needles_for
 from cachediag.ingest.transcript import (
     FORMAT,
@@ -98,9 +99,9 @@ def _feed_file(
                 return False
             needles = needles_for(head, follow_chains=reader.file_stream is None)
             matching = _matching_lines(head, fp, needles)
-            for number, obj in parse_numbered(matching, source, session.issues):
+            for number, fields in numbered_fields(matching, source, session.issues):
                 try:
-                    reader.feed(obj, number)
+                    reader.take(fields, number)
                 except BadLine as exc:
                     session.issues.append(LineIssue(source, number, str(exc)))
     except OSError as exc:
@@ -248,16 +249,15 @@ def read_stdin(stream: IO[bytes], source: str = "-") -> list[SessionLog]:
     issues: list[LineIssue] = []
     claimed: Claims = {}
     matching = _matching_lines(head, stream, needles_for(head, follow_chains=True))
-    for number, obj in parse_numbered(matching, source, issues):
-        value = obj.get("sessionId")
-        session_id = value if isinstance(value, str) and value else source
+    for number, fields in numbered_fields(matching, source, issues):
+        session_id = fields[SESSION] or source
         pair = sessions.get(session_id)
         if pair is None:
             log = SessionLog(session_id, source, FORMAT)
             log.stream(MAIN_STREAM, StreamKind.MAIN, source=source)
             pair = sessions[session_id] = (log, TranscriptReader(log, source, claimed=claimed))
         try:
-            pair[1].feed(obj, number)
+            pair[1].take(fields, number)
         except BadLine as exc:
             pair[0].issues.append(LineIssue(source, number, str(exc)))
     logs = [log for log, _ in sessions.values()]

@@ -10,12 +10,24 @@ from dataclasses import dataclass, field
 
 from cachediag.ingest.anthropic import (
     MAX_TOKENS,
-    applied_edits,
+    count_of,
+    counts_of,
     parse_timestamp,
-    server_reason,
-    token_count,
+    reason_of,
     ttl_of,
-    usage_counts,
+)
+from cachediag.ingest.fields import (
+    AGENT,
+    AT,
+    CWD,
+    PARENT,
+    SIDECHAIN,
+    TIMESTAMP,
+    TYPE,
+    UUID,
+    LineFields,
+    fields_of,
+    read_fields,
 )
 from cachediag.ingest.lines import BadLine, JsonObject
 from cachediag.ingest.needles import WANTED, WANTED_WITH_CHAINS
@@ -45,13 +57,22 @@ def rebuild_announced(obj: JsonObject) -> RebuildKind | None:
     new chain (``parentUuid`` null). Later versions point that line at their boundary.
 
     Every reader of transcripts (analyze, audit, status line, watch) asks this."""
-    kind = obj.get("type")
+    return _rebuild_of(fields_of(obj))
+
+
+def _rebuild_of(f: LineFields) -> RebuildKind | None:
+    kind, _, parent, _, _, _, _, _, _, subtype, compact_summary, *_ = f
     if kind == "system":
-        subtype = obj.get("subtype")
-        return _BOUNDARIES.get(subtype) if isinstance(subtype, str) else None
-    if kind == "user" and obj.get("isCompactSummary") is True and obj.get("parentUuid") is None:
+        return _BOUNDARIES.get(subtype) if subtype is not None else None
+    if kind == "user" and compact_summary and parent is None:
         return RebuildKind.COMPACTION
     return None
+
+
+def _epoch(f: LineFields) -> float:
+    """The line's time: read by the picker when written as Claude Code writes it."""
+    at = f[AT]
+    return at if at is not None else parse_timestamp(f[TIMESTAMP])
 
 
 def wanted_line(raw: bytes) -> bool:
@@ -120,59 +141,53 @@ class TranscriptReader:
         self.owner = f"{self.session.session_id}\0{self.source}"
 
     def feed(self, obj: JsonObject, line: int) -> StreamItem | None:
-        """Read one line; returns a new item, or ``None`` for a line that adds none."""
-        if self.session.cwd is None:
+        """Read one parsed line; returns a new item, or ``None`` for a line that adds none."""
+        return self.take(fields_of(obj), line)
+
+    def feed_line(self, raw: bytes, line: int) -> StreamItem | None:
+        """Read one raw line (``BadLine`` when it is not a JSON object, as ``parse_line``)."""
+        return self.take(read_fields(raw), line)
+
+    def take(self, f: LineFields, line: int) -> StreamItem | None:
+        """Read one line's fields (``ingest.fields``)."""
+        cwd = f[CWD]
+        if cwd is not None and self.session.cwd is None:
             # Where Claude Code started (later lines follow the shell's cd): the first.
-            cwd = obj.get("cwd")
-            if isinstance(cwd, str) and cwd:
-                self.session.cwd = cwd
-        kind = obj.get("type")
-        if kind == "assistant":
-            return self._assistant(obj, line)
-        rebuild = rebuild_announced(obj)
-        if rebuild is not None and self._first_time(obj, rebuild):
-            stream = self._stream_of(obj)
-            event = RebuildAnnounced(
-                at=parse_timestamp(obj.get("timestamp")),
-                kind=rebuild,
-                stream=stream.id,
-                line=line,
-            )
+            self.session.cwd = cwd
+        if f[TYPE] == "assistant":
+            return self._assistant(f, line)
+        rebuild = _rebuild_of(f)
+        if rebuild is not None and self._first_time(f, rebuild):
+            stream = self._stream_of(f)
+            event = RebuildAnnounced(at=_epoch(f), kind=rebuild, stream=stream.id, line=line)
             stream.items.append(event)
             return event
-        self.note_line(obj)
+        if self.file_stream is None and f[SIDECHAIN]:
+            self._sidechain_root(f)
         return None
 
-    def _first_time(self, obj: JsonObject, kind: RebuildKind) -> bool:
+    def _first_time(self, f: LineFields, kind: RebuildKind) -> bool:
         """False for a line already read from another copy of this file."""
-        uuid = obj.get("uuid")
-        key = uuid if isinstance(uuid, str) else f"{obj.get('timestamp')}\0{kind.value}"
+        uuid = f[UUID]
+        key = uuid if uuid is not None else f"{f[TIMESTAMP]}\0{kind.value}"
         if key in self.announced:
             return False
         self.announced.add(key)
         return True
 
-    def _assistant(self, obj: JsonObject, line: int) -> RequestRecord | None:
-        message = obj.get("message")
-        if not isinstance(message, dict):
+    def _assistant(self, f: LineFields, line: int) -> RequestRecord | None:
+        _, uuid, _, sidechain, _, _, _, request_id, api_error, _, _, _, _, message = f
+        if message is None:
             raise BadLine("assistant line without a message object")
-        model = message.get("model")
-        if model == "<synthetic>" or obj.get("isApiErrorMessage") is True:
-            uuid = obj.get("uuid")
-            if not isinstance(uuid, str) or uuid not in self.errors_seen:
+        model, message_id, usage, reason, edits = message
+        if model == "<synthetic>" or api_error:
+            if uuid is None or uuid not in self.errors_seen:
                 self.session.api_errors += 1
-                if isinstance(uuid, str):
+                if uuid is not None:
                     self.errors_seen.add(uuid)
             return None
-        usage = message.get("usage")
-        if not isinstance(usage, dict):
+        if usage is None:
             raise BadLine("assistant message without usage")
-        message_id = message.get("id")
-        if not isinstance(message_id, str):
-            message_id = None
-        request_id = obj.get("requestId")
-        if not isinstance(request_id, str):
-            request_id = None
         # The API message id is unique on its own; a sidechain replay of a parent
         # message may carry another request id, so it must not be part of the key.
         if message_id:
@@ -180,28 +195,29 @@ class TranscriptReader:
         elif request_id:
             key = ("request", request_id)
         else:
-            uuid = obj.get("uuid")
-            key = ("line", uuid if isinstance(uuid, str) else str(line))
+            key = ("line", uuid if uuid is not None else str(line))
         known = self.seen.get(key)
         if known is not None:
             # A later copy of the same response (one line per content block, or a
             # sidechain replay of a parent message): only its output count can grow.
-            output = usage.get("output_tokens")
+            output = usage[3]
             if type(output) is not int or not 0 <= output <= MAX_TOKENS:
-                output = token_count(usage, "output_tokens") or 0
-            self._merge_copy(known, obj, output)
-            self.note_line(obj)
+                output = count_of(output, "output_tokens") or 0
+            self._merge_copy(known, f, output)
+            if sidechain and self.file_stream is None:
+                self._sidechain_root(f)
             return None
         if self.claimed is not None and self.claimed.setdefault(key, self.owner) != self.owner:
             if key not in self.replayed:  # one response, however many lines
                 self.replayed.add(key)
                 self.session.replayed_responses += 1
-            self.note_line(obj)
+            if sidechain and self.file_stream is None:
+                self._sidechain_root(f)
             return None
-        stream_id, kind = self._stream_key(obj)
+        stream_id, kind = self._stream_key(f)
         # Timestamp before counts: a line with both wrong is blamed on its timestamp.
-        at = parse_timestamp(obj.get("timestamp"))
-        inp, read, creation, output, c5m, c1h = usage_counts(usage)
+        at = _epoch(f)
+        inp, read, creation, output, c5m, c1h = counts_of(usage)
         record = RequestRecord(
             at=at,
             input_tokens=inp,
@@ -211,13 +227,13 @@ class TranscriptReader:
             ttl=ttl_of(c1h),
             cache_creation_5m_tokens=c5m,
             cache_creation_1h_tokens=c1h,
-            model=model if isinstance(model, str) else None,
+            model=model,
             request_id=request_id,
             message_id=message_id,
             stream=stream_id,
             line=line,
-            server_reason=server_reason(message),
-            applied_edits=applied_edits(message),
+            server_reason=reason_of(reason) if reason is not None else None,
+            applied_edits=edits,
         )
         # The stream exists only once a valid request (or event) of it was read.
         stream = self.session.stream(stream_id, kind, source=self.source)
@@ -225,7 +241,7 @@ class TranscriptReader:
         stream.items.append(record)
         return record
 
-    def _merge_copy(self, known: tuple[str, int], obj: JsonObject, output_tokens: int) -> None:
+    def _merge_copy(self, known: tuple[str, int], f: LineFields, output_tokens: int) -> None:
         stream_id, index = known
         stream = self.session.streams.get(stream_id)
         if stream is None or index >= len(stream.items):
@@ -235,33 +251,33 @@ class TranscriptReader:
             return
         # The response started arriving at its earliest copy (copies are written in
         # order in practice; a merged or re-sorted log may not be).
-        at = parse_timestamp(obj.get("timestamp"))
+        at = _epoch(f)
         if output_tokens > current.output_tokens or at < current.at:
             stream.items[index] = merged_copy(
                 current, max(output_tokens, current.output_tokens), min(at, current.at)
             )
 
-    def _stream_of(self, obj: JsonObject) -> StreamLog:
-        stream_id, kind = self._stream_key(obj)
+    def _stream_of(self, f: LineFields) -> StreamLog:
+        stream_id, kind = self._stream_key(f)
         return self.session.stream(stream_id, kind, source=self.source)
 
-    def _stream_key(self, obj: JsonObject) -> tuple[str, StreamKind]:
+    def _stream_key(self, f: LineFields) -> tuple[str, StreamKind]:
+        agent = f[AGENT]
         if self.file_stream is not None:
             stream_id, kind = self.file_stream
-        elif obj.get("isSidechain") is not True:
+        elif not f[SIDECHAIN]:
             stream_id, kind = MAIN_STREAM, StreamKind.MAIN
-        elif isinstance(obj.get("agentId"), str) and obj["agentId"]:
-            stream_id, kind = f"agent-{obj['agentId']}", agent_kind(obj["agentId"])
+        elif agent is not None:
+            stream_id, kind = f"agent-{agent}", agent_kind(agent)
         else:
-            stream_id, kind = f"sidechain-{self._sidechain_root(obj)[:8]}", StreamKind.SIDECHAIN
+            stream_id, kind = f"sidechain-{self._sidechain_root(f)[:8]}", StreamKind.SIDECHAIN
         return stream_id, kind
 
-    def _sidechain_root(self, obj: JsonObject) -> str:
+    def _sidechain_root(self, f: LineFields) -> str:
         # Old versions wrote Task subagents inline; each chain starts at a line whose
         # parent is null, and parallel chains interleave, so follow the parent links.
-        value = obj.get("uuid")
-        uuid = value if isinstance(value, str) else ""
-        parent = obj.get("parentUuid")
+        uuid = f[UUID] or ""
+        parent = f[PARENT]
         root = self.sidechain_roots.get(parent, uuid) if isinstance(parent, str) else uuid
         if uuid:
             self.sidechain_roots[uuid] = root
@@ -270,4 +286,4 @@ class TranscriptReader:
     def note_line(self, obj: JsonObject) -> None:
         """Lines that carry no request still link sidechain chains together."""
         if self.file_stream is None and obj.get("isSidechain") is True:
-            self._sidechain_root(obj)
+            self._sidechain_root(fields_of(obj))
