@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
+import json
 from typing import Any
 
 from hypothesis import given, settings
@@ -10,14 +10,15 @@ from hypothesis import strategies as st
 
 from cachediag.ingest.anthropic import (
     _checked_counts,
+    parse_timestamp,
     ttl_of,
     usage_counts,
     usage_fields,
     usage_record,
 )
 from cachediag.ingest.lines import BadLine
-from cachediag.ingest.transcript import merged_copy
-from cachediag.model import Fingerprint, RequestRecord, ServerReason
+from cachediag.ingest.transcript import TranscriptReader
+from cachediag.model import RequestRecord, ServerReason, SessionLog, StreamKind
 
 MISSING = object()
 
@@ -83,24 +84,45 @@ def test_usage_record_ttl() -> None:
     assert ttl_of(None) == ttl_of(0) == "5m"
 
 
-def _distinct_value(i: int, f: dataclasses.Field[Any]) -> Any:
-    """A value unlike the field's default and every other field's, so that a field the
-    copy drops or swaps shows."""
-    values: dict[str, object] = {
-        "ttl": "1h",
-        "model": "m",
-        "request_id": "req",
-        "message_id": "msg",
-        "stream": "agent-x",
-        "server_reason": ServerReason(type="tools_changed", missed_tokens=3),
-        "fingerprint": Fingerprint(model="m"),
+def test_the_record_of_a_line_has_every_field_in_its_place() -> None:
+    """The reader builds records with positional arguments: each value lands where the
+    keyword would put it (every field a different value, so a swap shows)."""
+    line = {
+        "type": "assistant",
+        "uuid": "u1",
+        "requestId": "req_1",
+        "timestamp": "2025-06-01T12:00:00.500Z",
+        "message": {
+            "model": "claude-x",
+            "id": "msg_1",
+            "usage": {
+                "input_tokens": 11,
+                "cache_read_input_tokens": 12,
+                "cache_creation_input_tokens": 13,
+                "output_tokens": 14,
+                "cache_creation": {"ephemeral_5m_input_tokens": 5, "ephemeral_1h_input_tokens": 8},
+            },
+            "diagnostics": {"cache_miss_reason": {"type": "tools_changed"}},
+            "context_management": {"applied_edits": [{}, {}]},
+        },
     }
-    return values.get(f.name, 17 + i)
-
-
-def test_merged_copy_keeps_every_field() -> None:
-    record = RequestRecord(
-        **{f.name: _distinct_value(i, f) for i, f in enumerate(dataclasses.fields(RequestRecord))}
+    session = SessionLog("s", "f", "claude-code")
+    reader = TranscriptReader(session, "f", file_stream=("agent-a", StreamKind.SUBAGENT))
+    got = reader.feed_line(json.dumps(line).encode(), 7)
+    assert got == RequestRecord(
+        at=parse_timestamp(line["timestamp"]),
+        input_tokens=11,
+        cache_read_tokens=12,
+        cache_creation_tokens=13,
+        output_tokens=14,
+        ttl="1h",
+        cache_creation_5m_tokens=5,
+        cache_creation_1h_tokens=8,
+        model="claude-x",
+        request_id="req_1",
+        message_id="msg_1",
+        stream="agent-a",
+        line=7,
+        server_reason=ServerReason(type="tools_changed"),
+        applied_edits=2,
     )
-    merged = merged_copy(record, 99, 1.5)
-    assert merged == dataclasses.replace(record, output_tokens=99, at=1.5)

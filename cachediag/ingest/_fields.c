@@ -771,110 +771,89 @@ epoch_of(const char *s, Py_ssize_t len)
     return PyFloat_FromDouble((double)micros / 1e6);
 }
 
+/* How a top-level field is read. */
+enum { K_STR, K_NAMED, K_FLAG, K_PARENT, K_TIMESTAMP, K_MESSAGE };
+
+static const struct {
+    const char *name;
+    Py_ssize_t len;
+    int field, kind;
+} TOP_FIELDS[] = {
+#define TOP(name, field, kind) {name, sizeof(name) - 1, field, kind}
+    TOP("type", F_TYPE, K_STR),
+    TOP("uuid", F_UUID, K_STR),
+    TOP("parentUuid", F_PARENT, K_PARENT),
+    TOP("isSidechain", F_SIDECHAIN, K_FLAG),
+    TOP("agentId", F_AGENT, K_NAMED),
+    TOP("timestamp", F_TIMESTAMP, K_TIMESTAMP),
+    TOP("requestId", F_REQUEST, K_STR),
+    TOP("isApiErrorMessage", F_API_ERROR, K_FLAG),
+    TOP("subtype", F_SUBTYPE, K_STR),
+    TOP("isCompactSummary", F_COMPACT_SUMMARY, K_FLAG),
+    TOP("cwd", F_CWD, K_NAMED),
+    TOP("sessionId", F_SESSION, K_NAMED),
+    TOP("message", F_MESSAGE, K_MESSAGE),
+#undef TOP
+};
+
+static int
+message_value(Cur *c, PyObject **slot)
+{
+    if (c->p >= c->end || *c->p != '{')
+        return skip_value(c, NULL); /* not an object: None */
+    Message m = {{NULL}, 0};
+    if (walk_object(c, message_member, &m) < 0 ||
+        (m.slot[M_EDITS] == NULL && put(&m.slot[M_EDITS], PyLong_FromLong(0)) < 0)) {
+        clear(m.slot, M_COUNT);
+        return FAIL;
+    }
+    PyObject *tuple = as_tuple(m.slot, M_COUNT);
+    clear(m.slot, M_COUNT);
+    return put(slot, tuple);
+}
+
 static int
 top_member(Cur *c, const Span *key, void *out)
 {
     Top *t = out;
-    PyObject **s = t->slot;
-    switch (key->len) {
-    case 3:
-        if (IS(key, "cwd")) {
-            ONCE(t->seen, F_CWD);
-            return str_or_none(c, &s[F_CWD], 1);
-        }
-        break;
-    case 4:
-        if (IS(key, "type")) {
-            ONCE(t->seen, F_TYPE);
-            return str_or_none(c, &s[F_TYPE], 0);
-        }
-        if (IS(key, "uuid")) {
-            ONCE(t->seen, F_UUID);
-            return str_or_none(c, &s[F_UUID], 0);
-        }
-        break;
-    case 7:
-        if (IS(key, "agentId")) {
-            ONCE(t->seen, F_AGENT);
-            return str_or_none(c, &s[F_AGENT], 1);
-        }
-        if (IS(key, "message")) {
-            ONCE(t->seen, F_MESSAGE);
-            if (c->p >= c->end || *c->p != '{')
-                return skip_value(c, NULL); /* not an object: None */
-            Message m = {{NULL}, 0};
-            if (walk_object(c, message_member, &m) < 0) {
-                clear(m.slot, M_COUNT);
-                return FAIL;
-            }
-            if (m.slot[M_EDITS] == NULL && put(&m.slot[M_EDITS], PyLong_FromLong(0)) < 0) {
-                clear(m.slot, M_COUNT);
-                return FAIL;
-            }
-            PyObject *tuple = as_tuple(m.slot, M_COUNT);
-            clear(m.slot, M_COUNT);
-            return put(&s[F_MESSAGE], tuple);
-        }
-        if (IS(key, "subtype")) {
-            ONCE(t->seen, F_SUBTYPE);
-            return str_or_none(c, &s[F_SUBTYPE], 0);
-        }
-        break;
-    case 9:
-        if (IS(key, "requestId")) {
-            ONCE(t->seen, F_REQUEST);
-            return str_or_none(c, &s[F_REQUEST], 0);
-        }
-        if (IS(key, "sessionId")) {
-            ONCE(t->seen, F_SESSION);
-            return str_or_none(c, &s[F_SESSION], 1);
-        }
-        if (IS(key, "timestamp")) {
-            ONCE(t->seen, F_TIMESTAMP);
-            Value v;
-            if (skip_value(c, &v) < 0)
-                return FAIL;
-            if (v.kind == V_NULL)
-                return 0;
-            if (v.kind != V_STRING)
-                return FAIL; /* epoch numbers and odd values: parse_timestamp's */
-            if (!v.span.escaped && put(&s[F_AT], epoch_of((const char *)v.span.start, v.span.len)) < 0)
-                return FAIL;
-            return put(&s[F_TIMESTAMP], span_str(&v.span));
-        }
-        break;
-    case 10:
-        if (IS(key, "parentUuid")) {
-            ONCE(t->seen, F_PARENT);
-            Value v;
-            if (skip_value(c, &v) < 0)
-                return FAIL;
-            if (v.kind == V_STRING)
-                return put(&s[F_PARENT], span_str(&v.span));
-            /* null stays None; any other value is False: present, not a str, not null. */
-            return v.kind == V_NULL ? 0 : put(&s[F_PARENT], Py_NewRef(Py_False));
-        }
-        break;
-    case 11:
-        if (IS(key, "isSidechain")) {
-            ONCE(t->seen, F_SIDECHAIN);
-            return is_true(c, &s[F_SIDECHAIN]);
-        }
-        break;
-    case 16:
-        if (IS(key, "isCompactSummary")) {
-            ONCE(t->seen, F_COMPACT_SUMMARY);
-            return is_true(c, &s[F_COMPACT_SUMMARY]);
-        }
-        break;
-    case 17:
-        if (IS(key, "isApiErrorMessage")) {
-            ONCE(t->seen, F_API_ERROR);
-            return is_true(c, &s[F_API_ERROR]);
-        }
-        break;
+    int i = 0, n = (int)(sizeof TOP_FIELDS / sizeof TOP_FIELDS[0]);
+    while (i < n && !(TOP_FIELDS[i].len == key->len &&
+                      memcmp(TOP_FIELDS[i].name, key->start, (size_t)key->len) == 0))
+        i++;
+    if (i == n)
+        return skip_value(c, NULL);
+    int field = TOP_FIELDS[i].field;
+    PyObject **slot = &t->slot[field];
+    ONCE(t->seen, field);
+    Value v;
+    switch (TOP_FIELDS[i].kind) {
+    case K_STR:
+        return str_or_none(c, slot, 0);
+    case K_NAMED:
+        return str_or_none(c, slot, 1);
+    case K_FLAG:
+        return is_true(c, slot);
+    case K_MESSAGE:
+        return message_value(c, slot);
+    case K_PARENT:
+        if (skip_value(c, &v) < 0)
+            return FAIL;
+        if (v.kind == V_STRING)
+            return put(slot, span_str(&v.span));
+        /* null stays None; any other value is False: present, not a str, not null. */
+        return v.kind == V_NULL ? 0 : put(slot, Py_NewRef(Py_False));
+    default: /* K_TIMESTAMP */
+        if (skip_value(c, &v) < 0)
+            return FAIL;
+        if (v.kind == V_NULL)
+            return 0;
+        if (v.kind != V_STRING)
+            return FAIL; /* epoch numbers and odd values: parse_timestamp's */
+        if (!v.span.escaped &&
+            put(&t->slot[F_AT], epoch_of((const char *)v.span.start, v.span.len)) < 0)
+            return FAIL;
+        return put(slot, span_str(&v.span));
     }
-    return skip_value(c, NULL);
 }
 
 PyDoc_STRVAR(pick_doc,
