@@ -9,9 +9,13 @@ damage to real lines.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import json
 import random
+import shutil
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -355,3 +359,26 @@ def test_stdin_reads_the_same_with_and_without_the_picker(
     picked = read_stdin(io.BytesIO(data))
     monkeypatch.setattr(fields, "read_fields", py_pick)
     assert picked == read_stdin(io.BytesIO(data))
+
+
+def test_the_portable_build_answers_the_same(tmp_path: Path) -> None:
+    """Built without SSE2 (-DFIELDS_PORTABLE), as on machines that have none."""
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler")
+    source = Path(fields.__file__).with_name("_fields.c")
+    script = (
+        "from setuptools import Extension, setup\n"
+        f"setup(name='portable', script_args=['build_ext', '--build-lib', {str(tmp_path)!r},"
+        f" '--build-temp', {str(tmp_path / 'tmp')!r}], ext_modules=[Extension('_fields',"
+        f" sources=[{str(source)!r}], define_macros=[('FIELDS_PORTABLE', '1')])])\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, cwd=tmp_path)
+    built = next(tmp_path.glob("_fields*.so"), None) or next(tmp_path.glob("_fields*.pyd"))
+    spec = importlib.util.spec_from_file_location("_fields", built)
+    assert spec is not None and spec.loader is not None
+    portable = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(portable)
+    rng = random.Random(5)
+    lines = real_lines()
+    lines += [damaged(rng.choice(lines), rng) for _ in range(3000)]
+    assert [portable.pick(raw) for raw in lines] == [pick(raw) for raw in lines]

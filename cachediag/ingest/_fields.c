@@ -14,12 +14,17 @@
  * numbers, nesting far below orjson's limit. tests/test_fields.py holds it to
  * fields_of(orjson.loads(line)) on real and random lines.
  *
- * Plain C and the Python C API; setup.py marks the extension optional.
+ * Plain C and the Python C API (SSE2 where the compiler has it; -DFIELDS_PORTABLE
+ * builds the plain loops, which a test holds to the same answers); setup.py marks the
+ * extension optional.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#if defined(__SSE2__) && defined(__GNUC__) && !defined(FIELDS_PORTABLE)
+#include <emmintrin.h>
+#endif
 
 #define FIELDS_API 1 /* native.py loads only the API it was written for */
 #define MAX_DEPTH 128
@@ -97,6 +102,7 @@ utf8_len(const unsigned char *p, const unsigned char *end)
 #undef CONT
 }
 
+#if !(defined(__SSE2__) && defined(__GNUC__) && !defined(FIELDS_PORTABLE))
 /* Eight bytes at once: none is a quote, a backslash, a control byte or non-ASCII. */
 static int
 plain8(const unsigned char *p)
@@ -109,6 +115,7 @@ plain8(const unsigned char *p)
                       ((slash - ones) & ~slash)) & highs;
     return found == 0;
 }
+#endif
 
 /* 1 for the bytes a string holds as they are: printable ASCII but the quote and the
  * backslash. */
@@ -121,6 +128,32 @@ init_plain(void)
         PLAIN[b] = b != '"' && b != '\\';
 }
 
+/* The first byte from p on that a string does not hold as it is (or end). */
+static const unsigned char *
+skip_plain(const unsigned char *p, const unsigned char *end)
+{
+#if defined(__SSE2__) && defined(__GNUC__) && !defined(FIELDS_PORTABLE)
+    /* Sixteen bytes at a time: a signed byte below 0x20 is a control byte or non-ASCII. */
+    const __m128i quote = _mm_set1_epi8('"'), slash = _mm_set1_epi8('\\');
+    const __m128i space = _mm_set1_epi8(0x20);
+    while (end - p >= 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)p);
+        __m128i odd = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, slash)),
+                                   _mm_cmplt_epi8(v, space));
+        int mask = _mm_movemask_epi8(odd);
+        if (mask != 0)
+            return p + __builtin_ctz((unsigned)mask);
+        p += 16;
+    }
+#else
+    while (end - p >= 8 && plain8(p))
+        p += 8;
+#endif
+    while (p < end && PLAIN[*p])
+        p++;
+    return p;
+}
+
 /* The string at c->p (its opening quote); on success c->p is past the closing quote. */
 static int
 scan_string(Cur *c, Span *span)
@@ -129,10 +162,7 @@ scan_string(Cur *c, Span *span)
     span->start = p;
     span->escaped = 0;
     for (;;) {
-        while (end - p >= 8 && plain8(p))
-            p += 8;
-        while (p < end && PLAIN[*p])
-            p++;
+        p = skip_plain(p, end);
         if (p >= end)
             return FAIL;
         unsigned char b = *p;
