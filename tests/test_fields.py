@@ -321,9 +321,22 @@ def test_a_stale_picker_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
     assert load_picker() is None
 
 
-def test_only_bytes() -> None:
-    with pytest.raises(TypeError):
-        pick('{"type":"user"}')  # type: ignore[arg-type]
+class _Bytes(bytes):
+    pass
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"type":"user"}',
+        bytearray(b'{"type":"user"}'),
+        memoryview(b'{"type":"user"}'),
+        _Bytes(b'{"type":"user"}'),  # orjson refuses a bytes subclass: so must the picker
+    ],
+)
+def test_anything_but_bytes_is_left_to_orjson(line: object) -> None:
+    assert pick(line) is None  # type: ignore[arg-type]
+    assert pick(b'{"type":"user"}') is not None
 
 
 def _read_all(root: Path) -> list[SessionLog]:

@@ -898,6 +898,10 @@ pick(PyObject *self, PyObject *arg)
     (void)self;
     char *data;
     Py_ssize_t len;
+    /* orjson refuses a bytes subclass and reads bytearray, memoryview and str: leaving
+       every other type to it keeps the answer orjson's. */
+    if (!PyBytes_CheckExact(arg))
+        Py_RETURN_NONE;
     if (PyBytes_AsStringAndSize(arg, &data, &len) < 0)
         return NULL;
     Cur c = {(const unsigned char *)data, (const unsigned char *)data + len, 0};
