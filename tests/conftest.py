@@ -64,3 +64,17 @@ def bench_analyze_module() -> ModuleType:
     sys.modules[spec.name] = module  # dataclasses look their module up while being built
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="session")
+def checkout_order_mtimes() -> None:
+    """The bundled fixtures' modification times as a fresh clone has them: in path order.
+
+    A project's sessions are read oldest file first (a continued session's copies count
+    once, in the session that made them), and fixtures/rules holds files that share
+    message ids, so the recorded outputs depend on that order; a working copy where a
+    fixture was edited later would otherwise read them in another order."""
+    files = sorted(p for p in (ROOT / "fixtures").rglob("*") if p.is_file() and not p.is_symlink())
+    base = 1_700_000_000
+    for i, path in enumerate(files):
+        os.utime(path, (base + i, base + i))

@@ -75,7 +75,7 @@ def _check(name: str, output: bytes) -> None:
 
 
 @pytest.fixture
-def at_root(monkeypatch: pytest.MonkeyPatch) -> None:
+def at_root(monkeypatch: pytest.MonkeyPatch, checkout_order_mtimes: None) -> None:
     """Paths in the output as given: relative to the checkout, the same on every machine."""
     monkeypatch.chdir(ROOT)
 
