@@ -75,6 +75,8 @@ def checkout_order_mtimes() -> None:
     message ids, so the recorded outputs depend on that order; a working copy where a
     fixture was edited later would otherwise read them in another order."""
     files = sorted(p for p in (ROOT / "fixtures").rglob("*") if p.is_file() and not p.is_symlink())
-    base = 1_700_000_000
+    # Now, a microsecond apart: `warm` passes over files older than its window, as it
+    # would a fresh clone's.
+    base = time.time_ns() - len(files) * 1000
     for i, path in enumerate(files):
-        os.utime(path, (base + i, base + i))
+        os.utime(path, ns=(base + i * 1000, base + i * 1000))
