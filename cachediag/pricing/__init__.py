@@ -11,6 +11,7 @@ loaded only on the first lookup, and lookups are memoised per (model, day, file)
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from cachediag.analysis.costs import ModelPrices, PriceFn
@@ -58,13 +59,10 @@ def lookup_prices(model: str, at: float, pricing_file: Path | None = None) -> Mo
 def pricing_source(pricing_file: Path | None = None) -> str:
     """Which source (and version) prices a run, for every report to state; worked out
     once per process (every session's JSON line names it)."""
-    file_key = None if pricing_file is None else str(pricing_file)
-    found = _SOURCES.get(file_key)
-    if found is None:
-        found = _SOURCES[file_key] = _pricing_source(pricing_file)
-    return found
+    return _pricing_source(pricing_file)
 
 
+@functools.cache
 def _pricing_source(pricing_file: Path | None) -> str:
     if pricing_file is None:
         from cachediag.pricing.disk import DISK
@@ -81,22 +79,16 @@ def _pricing_source(pricing_file: Path | None) -> str:
     return load_price_file(pricing_file).source
 
 
-_SOURCES: dict[str | None, str] = {}
-
-
 def price_function(pricing_file: Path | None = None) -> PriceFn:
     """Prices per request record, for the analysis functions (which never look up).
 
     One function per price file for the whole process, holding its answers per (model,
     UTC day): every session of a run asks for it, and most of their requests share a
     few models and days."""
-    file_key = None if pricing_file is None else str(pricing_file)
-    found = _FUNCTIONS.get(file_key)
-    if found is None:
-        found = _FUNCTIONS[file_key] = _price_function(pricing_file)
-    return found
+    return _price_function(pricing_file)
 
 
+@functools.cache
 def _price_function(pricing_file: Path | None) -> PriceFn:
     memo: dict[tuple[str, int], ModelPrices | None] = {}
 
@@ -112,6 +104,3 @@ def _price_function(pricing_file: Path | None) -> PriceFn:
             return prices
 
     return price_of
-
-
-_FUNCTIONS: dict[str | None, PriceFn] = {}
