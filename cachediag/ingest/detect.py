@@ -60,7 +60,7 @@ def detect_format(head: Iterable[bytes], source: str) -> str:
             continue
         if b"\x00" in raw:
             raise NotALogError(f"{source}: binary data, not a JSON Lines log")
-        if not raw.strip():
+        if not raw or raw.isspace():  # as ``not raw.strip()``, without copying the line
             continue
         seen += 1
         if raw.startswith((b"event:", b"data:")):

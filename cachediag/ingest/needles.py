@@ -33,12 +33,11 @@ def needles_for(head: list[bytes], follow_chains: bool) -> tuple[bytes, ...]:
 
 def _written_by_v2_or_later(head: list[bytes]) -> bool:
     """True when the first lines name a Claude Code version 2 or later (and none older)."""
-    versions = set()
-    for raw in head:
-        i = raw.find(b'"version":"')
-        if i >= 0:
-            versions.add(raw[i + 11 : i + 13])
-    return bool(versions) and all(v[:1].isdigit() and v[:1] != b"1" for v in versions)
+    versions = {raw[i + 11 : i + 12] for raw in head if (i := raw.find(_VERSION)) >= 0}
+    return bool(versions) and all(v.isdigit() and v != b"1" for v in versions)
+
+
+_VERSION = b'"version":"'
 
 
 def py_wanted_lines(data: bytes | bytearray, end: int, needles: tuple[bytes, ...]) -> list[int]:

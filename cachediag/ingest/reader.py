@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import itertools
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,6 +40,54 @@ def _peek(stream: IO[bytes]) -> tuple[list[bytes], Iterator[bytes]]:
     return head, itertools.chain(head, stream)
 
 
+def _head_of(data: bytes) -> list[bytes]:
+    """The first lines of a file read whole, as ``_peek`` gives them (a file held whole
+    is shorter than ``MAX_LINE_BYTES``: no line of it is overlong)."""
+    head: list[bytes] = []
+    start = 0
+    find = data.find
+    while len(head) < SNIFF_LINES:
+        stop = find(b"\n", start) + 1
+        if not stop:
+            if start < len(data):
+                head.append(data[start:])
+            break
+        head.append(data[start:stop])
+        start = stop
+    return head
+
+
+def _lines_holding(data: bytes, needles: tuple[bytes, ...]) -> Iterator[tuple[int, bytes]]:
+    """``_matching_lines`` over a file read whole: one scan, no stream."""
+    found, _ = scan_chunk(data, 0, len(data), needles)
+    for index, start, stop in found:
+        yield index + 1, data[start:stop]
+
+
+SMALL_FILE_BYTES = 1 << 20
+"""A file no larger is read whole in one call and scanned where it lies: most session
+files are a few kB, and a history of 10,000 of them spent more on reading line by line
+(peeking, chaining, chunking) than on the lines. Larger ones stream in chunks."""
+
+
+def _open_whole(src: SessionSource, path: Path) -> tuple[IO[bytes], bytes | None]:
+    """``path`` opened, and its bytes when the walk saw it small (``None``: stream it).
+    A file that grew past what the walk saw is streamed from its start."""
+    seen = src.stats.get(str(path))
+    if seen is None or seen[0] > SMALL_FILE_BYTES:
+        return path.open("rb"), None
+    raw = open(path, "rb", buffering=0)  # noqa: SIM115 - closed by the caller
+    try:
+        data = raw.read(seen[0] + 1)
+    except BaseException:
+        raw.close()
+        raise
+    if len(data) <= seen[0]:
+        return raw, data
+    raw.seek(0)
+    return io.BufferedReader(raw), None
+
+
 def _matching_lines(
     head: list[bytes], rest: IO[bytes], needles: tuple[bytes, ...]
 ) -> Iterator[tuple[int, bytes]]:
@@ -60,13 +109,16 @@ def _matching_lines(
     yield from scan_lines(rest, needles, first_line=len(head) + 1)
 
 
-Sniffed = tuple[IO[bytes], list[bytes], NotALogError | None]
-"""A file already opened and its format decided: its stream, first lines and, when it
-is not a log, why (``read_sessions`` looks at a lone file once, not once per reader)."""
+Sniffed = tuple[IO[bytes], list[bytes], NotALogError | None, bytes | None]
+"""A file already opened and its format decided: its stream, first lines, when it is not
+a log why, and its bytes when it was read whole (``read_sessions`` looks at a lone file
+once, not once per reader)."""
 
 
-def _sniff(fp: IO[bytes], source: str) -> tuple[list[bytes], str | None, NotALogError | None]:
-    head, _ = _peek(fp)
+def _sniff(
+    fp: IO[bytes], source: str, data: bytes | None = None
+) -> tuple[list[bytes], str | None, NotALogError | None]:
+    head = _peek(fp)[0] if data is None else _head_of(data)
     try:
         return head, detect_format(head, source), None
     except NotALogError as exc:
@@ -87,18 +139,22 @@ def _feed_file(
     try:
         with contextlib.ExitStack() as stack:
             fp: IO[bytes]
+            data: bytes | None = None
             if sniffed is None:
                 fp = stack.enter_context(path.open("rb"))
                 head, _, error = _sniff(fp, source)
             else:
-                fp, head, error = sniffed
+                fp, head, error, data = sniffed
             if error is not None:
                 if strict:
                     raise error
                 session.issues.append(LineIssue(source, 0, str(error).removeprefix(f"{source}: ")))
                 return False
             needles = needles_for(head, follow_chains=reader.file_stream is None)
-            matching = _matching_lines(head, fp, needles)
+            if data is None:
+                matching = _matching_lines(head, fp, needles)
+            else:
+                matching = _lines_holding(data, needles)
             for number, fields in numbered_fields(matching, source, session.issues):
                 try:
                     reader.take(fields, number)
@@ -122,25 +178,25 @@ def _read_lone_file(src: SessionSource, path: Path, claimed: Claims | None) -> l
     transcript. The file is opened and its format decided once, for either reader."""
     source = str(path)
     try:
-        fp = path.open("rb")
+        fp, data = _open_whole(src, path)
     except OSError:  # the transcript reader reports it
         return [_read_transcript_session(src, claimed)]
     with fp:
         try:
-            head, fmt, error = _sniff(fp, source)
+            head, fmt, error = _sniff(fp, source, data)
             if error is not None and src.explicit:
                 raise error
             if fmt is not None and fmt != CLAUDE_CODE:
                 from cachediag.ingest.requestlog import read_request_logs
 
-                lines = itertools.chain(head, fp)
+                lines = itertools.chain(head, fp) if data is None else io.BytesIO(data)
                 logs = read_request_logs(fmt, lines, source, src.session_id, path)
                 for log in logs:
                     log.project = log.project or src.project
                 return logs
         except OSError:  # read again by the transcript reader, which reports it
             return [_read_transcript_session(src, claimed)]
-        return [_read_transcript_session(src, claimed, (fp, head, error))]
+        return [_read_transcript_session(src, claimed, (fp, head, error, data))]
 
 
 Claims = dict[tuple[str, str | None], str]

@@ -1,0 +1,110 @@
+"""A small file is read whole in one call; it must read exactly as a streamed one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cachediag.errors import NotALogError
+from cachediag.ingest import reader
+from cachediag.ingest.discover import discover
+from cachediag.ingest.reader import read_sessions
+from cachediag.model import SessionLog
+
+from .conftest import FIXTURES
+
+
+def _read_tree(root: Path, whole: bool, monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Every session under ``root`` as a comparable value, read whole or streamed."""
+    monkeypatch.setattr(reader, "SMALL_FILE_BYTES", 1 << 20 if whole else -1)
+    out: list[object] = []
+    claimed: reader.Claims = {}
+    for src in discover([root], lambda issue: out.append(issue)):
+        try:
+            out.extend(read_sessions(src, claimed))  # dataclasses: compared field by field
+        except NotALogError as exc:
+            out.append(str(exc))
+    return out
+
+
+@pytest.mark.parametrize(
+    "folder", sorted(p.name for p in FIXTURES.iterdir() if any(p.rglob("*.jsonl")))
+)
+def test_every_fixture_reads_the_same_whole_or_streamed(
+    folder: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = FIXTURES / folder
+    whole = _read_tree(root, True, monkeypatch)
+    assert whole == _read_tree(root, False, monkeypatch)
+    assert whole  # the folder held something to compare
+
+
+def test_the_corpus_reads_the_same_whole_or_streamed(
+    corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = corpus / "claude-code"
+    assert _read_tree(root, True, monkeypatch) == _read_tree(root, False, monkeypatch)
+
+
+def _line(i: int) -> bytes:
+    return json.dumps(
+        {
+            "type": "assistant",
+            "sessionId": "s",
+            "uuid": f"u{i}",
+            "timestamp": f"2026-01-01T00:00:{i % 60:02d}Z",
+            "message": {
+                "id": f"m{i}",
+                "model": "claude-sonnet-4-5",
+                "usage": {"input_tokens": i, "output_tokens": 1},
+            },
+        }
+    ).encode()
+
+
+_PIECES = st.sampled_from(
+    [b"", b"   ", b"\r", b"{", b"}", b"[1]", b"\x00", b"\xef\xbb\xbf", b"event: x", b"not json"]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    parts=st.lists(
+        st.one_of(st.integers(0, 99).map(_line), _PIECES, st.binary(max_size=12)),
+        max_size=30,
+    ),
+    final_newline=st.booleans(),
+)
+def test_any_file_reads_the_same_whole_or_streamed(
+    parts: list[bytes], final_newline: bool, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Bad lines, blank ones, a missing last newline, a byte order mark, binary data, an
+    event stream or no log at all: the same records, issues and errors either way."""
+    folder = tmp_path_factory.mktemp("whole") / "project"
+    folder.mkdir()
+    data = b"\n".join(parts) + (b"\n" if final_newline else b"")
+    (folder / "0b1c2d3e-0000-4000-8000-000000000001.jsonl").write_bytes(data)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        assert _read_tree(folder, True, monkeypatch) == _read_tree(folder, False, monkeypatch)
+
+
+def test_a_file_that_grew_after_the_walk_is_read_to_its_end(tmp_path: Path) -> None:
+    """The walk's size says how much to read; more found there is streamed, not cut."""
+    path = tmp_path / "project" / "0b1c2d3e-0000-4000-8000-000000000002.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(_line(1) + b"\n")
+    (src,) = discover([tmp_path])
+    with path.open("ab") as fp:
+        fp.write(b"".join(_line(i) + b"\n" for i in range(2, 40)))
+    (log,) = read_sessions(src)
+    assert len(log.streams["main"].items) == 39
+
+
+def test_a_capture_read_whole_is_the_capture(monkeypatch: pytest.MonkeyPatch) -> None:
+    root = FIXTURES / "captures"
+    logs = _read_tree(root, True, monkeypatch)
+    assert any(isinstance(log, SessionLog) and log.format != "claude-code" for log in logs)
