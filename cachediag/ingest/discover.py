@@ -285,12 +285,22 @@ class Discovery:
     def add_dir(self, root: Path) -> None:
         # Only the root is resolved (once, not per file): the walk follows no links.
         real_root = os.path.realpath(root)
+        # os.path.join(real_root, rel), without its cost per file (rel is never absolute).
+        prefix = real_root if real_root.endswith("/") else real_root + "/"
         root_name = root.name
+        sessions = self.sessions
         for full, rel, st in _walk_jsonl(os.fspath(root), self.on_error, stat=True):
-            if not self._new(os.path.join(real_root, rel)):
+            if not self._new(prefix + rel):
                 continue
             path = Path(full)
             parts = rel.split("/")
+            stem = parts[-1][:-6]
+            if len(parts) == 2 and stem not in sessions and _SESSION_NAME.fullmatch(stem):
+                # <project>/<session id>.jsonl seen first: most files of a history.
+                src = sessions[stem] = SessionSource(stem, path, project=parts[0], key=stem)
+                if st is not None:
+                    src.stats[str(path)] = st
+                continue
             if "subagents" in parts[:-1]:
                 # <project>/<session>/subagents/[workflows/...]/agent-<id>.jsonl
                 idx = len(parts) - 1 - parts[::-1].index("subagents")

@@ -76,7 +76,7 @@ def _open_whole(src: SessionSource, path: Path) -> tuple[IO[bytes], bytes | None
     seen = src.stats.get(str(path))
     if seen is None or seen[0] > SMALL_FILE_BYTES:
         return path.open("rb"), None
-    raw = open(path, "rb", buffering=0)  # noqa: SIM115 - closed by the caller
+    raw = path.open("rb", buffering=0)
     try:
         data = raw.read(seen[0] + 1)
     except BaseException:
