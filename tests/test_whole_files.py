@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cachediag.errors import NotALogError
-from cachediag.ingest import reader
+from cachediag.ingest import reader, sniff
 from cachediag.ingest.discover import discover
 from cachediag.ingest.reader import read_sessions
 from cachediag.model import SessionLog
@@ -20,7 +20,7 @@ from .conftest import FIXTURES
 
 def _read_tree(root: Path, whole: bool, monkeypatch: pytest.MonkeyPatch) -> list[object]:
     """Every session under ``root`` as a comparable value, read whole or streamed."""
-    monkeypatch.setattr(reader, "SMALL_FILE_BYTES", 1 << 20 if whole else -1)
+    monkeypatch.setattr(sniff, "SMALL_FILE_BYTES", 1 << 20 if whole else -1)
     out: list[object] = []
     claimed: reader.Claims = {}
     for src in discover([root], lambda issue: out.append(issue)):
@@ -67,7 +67,14 @@ def _line(i: int) -> bytes:
 
 
 _PIECES = st.sampled_from(
-    [b"", b"   ", b"\r", b"{", b"}", b"[1]", b"\x00", b"\xef\xbb\xbf", b"event: x", b"not json"]
+    [
+        *(b"", b"   ", b"\r", b"{", b"}", b"[1]", b"\x00", b"\xef\xbb\xbf", b"not json"),
+        *(b"event: x", b'data: {"type":"message_start"}', b'"version":"', b'{"version":"2'),
+        b'{"type":"user","sessionId":"s","uuid":"a","version":"1.0.9","isSidechain": true}',
+        b'{"type":"user","sessionId":"s","uuid":"b","version":"2.1.3","isSidechain":true}',
+        b'{"type":"user","sessionId":"s","uuid":"c","parentUuid":null,"isCompactSummary":true}',
+        b'{"type":"system","subtype":"compact_boundary","uuid":"d","version":"x"}',
+    ]
 )
 
 

@@ -15,6 +15,8 @@ SSE_TEXT = "sse-text"
 RECORDS = "cachediag-records"
 OTEL = "claude-code-otel"
 
+SSE_STARTS = (b"event:", b"data:")
+"""How the lines of an event stream start."""
 _TRANSCRIPT_KEYS = ("sessionId", "uuid", "leafUuid", "messageId")
 
 
@@ -63,7 +65,7 @@ def detect_format(head: Iterable[bytes], source: str) -> str:
         if not raw or raw.isspace():  # as ``not raw.strip()``, without copying the line
             continue
         seen += 1
-        if raw.startswith((b"event:", b"data:")):
+        if raw.startswith(SSE_STARTS):
             return SSE_TEXT
         sniffed.append(raw)
         if seen >= SNIFF_LINES:

@@ -26,18 +26,29 @@ def needles_for(head: list[bytes], follow_chains: bool) -> tuple[bytes, ...]:
         # agentId: no chain needs linking, a compaction writes its boundary line, and two
         # passes over the file are saved.
         return WANTED
-    if any(b'"isSidechain": ' in raw for raw in head):
-        return (*WANTED, b'"isSidechain": true', COMPACT_SUMMARY)
-    return WANTED_WITH_CHAINS
+    return chain_needles(any(SPACED_SIDECHAIN in raw for raw in head))
+
+
+def chain_needles(spaced: bool) -> tuple[bytes, ...]:
+    """The needles for a file whose inline sidechains must be linked (``spaced``: its
+    first lines spell the key with a space)."""
+    return (*WANTED, b'"isSidechain": true', COMPACT_SUMMARY) if spaced else WANTED_WITH_CHAINS
+
+
+SPACED_SIDECHAIN = b'"isSidechain": '
+VERSION_KEY = b'"version":"'
+"""Claude Code's version on a line: the byte after it is the major version's first."""
+
+
+def major_from_v2(major: bytes) -> bool:
+    """True for the first byte of a major version 2 or later (``b""``: none)."""
+    return major.isdigit() and major != b"1"
 
 
 def _written_by_v2_or_later(head: list[bytes]) -> bool:
     """True when the first lines name a Claude Code version 2 or later (and none older)."""
-    versions = {raw[i + 11 : i + 12] for raw in head if (i := raw.find(_VERSION)) >= 0}
-    return bool(versions) and all(v.isdigit() and v != b"1" for v in versions)
-
-
-_VERSION = b'"version":"'
+    versions = {raw[i + 11 : i + 12] for raw in head if (i := raw.find(VERSION_KEY)) >= 0}
+    return bool(versions) and all(major_from_v2(v) for v in versions)
 
 
 def py_wanted_lines(data: bytes | bytearray, end: int, needles: tuple[bytes, ...]) -> list[int]:

@@ -1,0 +1,213 @@
+"""A session file opened once: read whole when small, else streamed; its format decided.
+
+Most session files are a few kB, and a history of 10,000 of them spent more on reading
+line by line (peeking, chaining, chunking) than on the lines themselves: a file the walk
+saw at ``SMALL_FILE_BYTES`` or less is read in one call and scanned where it lies, its
+format decided from its first lines as one block. A larger one streams in chunks, its
+first lines peeked. Both give the same lines, numbers and answers
+(tests/test_whole_files.py).
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from cachediag.errors import NotALogError
+from cachediag.ingest.detect import (
+    CLAUDE_CODE,
+    SNIFF_LINES,
+    SSE_STARTS,
+    detect_format,
+    looks_like_transcript,
+)
+from cachediag.ingest.lines import OVERLONG, BadLine, parse_line, scan_chunk, scan_lines
+from cachediag.ingest.needles import (
+    MAX_LINE_BYTES,
+    SPACED_SIDECHAIN,
+    VERSION_KEY,
+    WANTED,
+    chain_needles,
+    major_from_v2,
+    needles_for,
+)
+
+SMALL_FILE_BYTES = 1 << 20
+"""A file no larger is read whole (holding it costs less than the 4 MiB read buffer)."""
+
+
+@dataclass(slots=True)
+class Opened:
+    """A file opened and its format decided (``fmt``), or why it is not a log (``error``).
+
+    Either ``data`` holds the whole file and ``block`` its first lines (``v2``: they
+    name Claude Code 2 or later), or ``fp`` is streamed and ``head`` holds its first
+    lines, already read from it."""
+
+    fp: IO[bytes]
+    fmt: str | None
+    error: NotALogError | None
+    head: list[bytes]
+    data: bytes | None = None
+    block: bytes = b""
+    v2: bool = False
+
+    def needles(self, follow_chains: bool) -> tuple[bytes, ...]:
+        """``needles.needles_for`` of the file's first lines."""
+        if self.data is None:
+            return needles_for(self.head, follow_chains)
+        if not follow_chains or self.v2:
+            return WANTED
+        return chain_needles(SPACED_SIDECHAIN in self.block)
+
+    def matching(self, needles: tuple[bytes, ...]) -> Iterator[tuple[int, bytes]]:
+        """Numbered lines holding a needle (or not shaped like an object), in order."""
+        if self.data is None:
+            return matching_lines(self.head, self.fp, needles)
+        return _lines_holding(self.data, needles)
+
+    def lines(self) -> Iterable[bytes]:
+        """Every line, for the readers of the other formats."""
+        if self.data is None:
+            return itertools.chain(self.head, self.fp)
+        return io.BytesIO(self.data)
+
+
+def open_file(path: Path, size: int | None) -> Opened:
+    """``path`` opened and sniffed; ``size``: what the walk saw (``None``: not known, so
+    streamed). A file that grew past ``size`` since is streamed from its start.
+    Raises ``OSError``; the caller closes ``fp``."""
+    source = str(path)
+    if size is None or size > SMALL_FILE_BYTES:
+        return _sniffed_stream(path.open("rb"), source)
+    raw = path.open("rb", buffering=0)
+    try:
+        data = raw.read(size + 1)
+        if len(data) > size:
+            raw.seek(0)
+            return _sniffed_stream(io.BufferedReader(raw), source)
+    except BaseException:
+        raw.close()
+        raise
+    end, plain, v2 = _scan_head(data)
+    block = data[:end]
+    fmt = CLAUDE_CODE if plain and _transcript_first(block) else None
+    try:
+        if fmt is None:  # anything unusual is looked at line by line, as a stream is
+            fmt = detect_format(_lines_of(block), source)
+        return Opened(raw, fmt, None, [], data, block, v2)
+    except NotALogError as exc:
+        return Opened(raw, None, exc, [], data, block, v2)
+
+
+def _sniffed_stream(fp: IO[bytes], source: str) -> Opened:
+    try:
+        head, _ = peek(fp)
+        try:
+            return Opened(fp, detect_format(head, source), None, head)
+        except NotALogError as exc:
+            return Opened(fp, None, exc, head)
+    except BaseException:
+        fp.close()
+        raise
+
+
+def _scan_head(data: bytes) -> tuple[int, bool, bool]:
+    """One pass over the first ``SNIFF_LINES`` lines of a file held whole: where they
+    end, whether they are plain (no NUL byte, no line starting as an event stream's
+    do: ``detect_format`` may then stop at the first line) and whether the first
+    version each line names is 2 or later (``needles._written_by_v2_or_later``).
+
+    Line by line, never the whole block per question: a search over every byte of a
+    few kB of JSON costs more than the twenty lines' starts and keys."""
+    find = data.find
+    starts = data.startswith
+    size = len(data)
+    pos = 0
+    plain = True
+    named = False
+    v2 = True
+    for _ in range(SNIFF_LINES):
+        if pos >= size:
+            break
+        newline = find(b"\n", pos)
+        stop = size if newline < 0 else newline + 1
+        if starts(SSE_STARTS, pos):
+            plain = False
+        at = find(VERSION_KEY, pos, stop) + 11
+        if at > 10:
+            named = True
+            v2 = v2 and major_from_v2(data[at : at + 1])
+        pos = stop
+    if b"\x00" in data[:pos]:
+        plain = False
+    return pos, plain, named and v2
+
+
+def _transcript_first(block: bytes) -> bool:
+    """True when the block's first line is a transcript line (it decides the format)."""
+    first = block[: block.find(b"\n") + 1 or len(block)]
+    if not first or first.isspace():
+        return False
+    try:
+        return looks_like_transcript(parse_line(first))
+    except BadLine:
+        return False
+
+
+def _lines_of(block: bytes) -> list[bytes]:
+    """The lines of ``block``, each with its newline, as ``peek`` reads them."""
+    lines = block.split(b"\n")
+    last = lines.pop()
+    return [line + b"\n" for line in lines] + ([last] if last else [])
+
+
+def _lines_holding(data: bytes, needles: tuple[bytes, ...]) -> Iterator[tuple[int, bytes]]:
+    """``matching_lines`` over a file read whole: one scan (no line of a file held whole
+    can be longer than ``MAX_LINE_BYTES``)."""
+    found, _ = scan_chunk(data, 0, len(data), needles)
+    for index, start, stop in found:
+        yield index + 1, data[start:stop]
+
+
+def peek(stream: IO[bytes]) -> tuple[list[bytes], Iterator[bytes]]:
+    """The first lines, each held to ``MAX_LINE_BYTES``: a longer one (a 1 GB line, a
+    file of zero bytes) is read past in chunks and stands as ``OVERLONG``, a bad line."""
+    head: list[bytes] = []
+    while len(head) < SNIFF_LINES:
+        raw = stream.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            break
+        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+            del raw  # never hold two of them
+            while (chunk := stream.readline(1 << 20)) and not chunk.endswith(b"\n"):
+                pass
+            head.append(OVERLONG)
+            continue
+        head.append(raw)
+    return head, itertools.chain(head, stream)
+
+
+def matching_lines(
+    head: list[bytes], rest: IO[bytes], needles: tuple[bytes, ...]
+) -> Iterator[tuple[int, bytes]]:
+    """Numbered lines holding a needle: the peeked head, then the rest of the stream.
+
+    The head is scanned as one block, as the rest is (a small session file is mostly
+    head); with an overlong line in it, line by line."""
+    if OVERLONG in head:
+        for number, raw in enumerate(head, start=1):
+            text = raw.strip()
+            odd = text and not (text.startswith(b"{") and text.endswith(b"}"))
+            if odd or any(needle in raw for needle in needles):
+                yield number, raw
+    elif head:
+        block = b"".join(head)
+        found, _ = scan_chunk(block, 0, len(block), needles)
+        for index, start, stop in found:
+            yield index + 1, block[start:stop]
+    yield from scan_lines(rest, needles, first_line=len(head) + 1)
