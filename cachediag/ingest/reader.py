@@ -63,9 +63,8 @@ def unreadable_reason(exc: OSError) -> str:
 def _read_lone_file(src: SessionSource, path: Path, claimed: Claims | None) -> list[SessionLog]:
     """A session of one file: a capture, usage log or export named on its own, or a
     transcript. The file is opened and its format decided once, for either reader."""
-    seen = src.stats.get(str(path))
     try:
-        opened = open_file(path, None if seen is None else seen[0])
+        opened = open_file(path, _walk_size(src, path))
     except OSError:  # the transcript reader reports it
         return [_read_transcript_session(src, claimed)]
     fmt = opened.fmt
@@ -117,14 +116,16 @@ def _feed_copies(
 
     Returns whether any copy was a readable log, and the streams a later copy added to
     (their items are then put back in time order)."""
+    if len(paths) == 1:  # most files have no copy
+        size = None if opened is not None else _walk_size(src, paths[0])
+        return _feed_file(reader, paths[0], session, strict=strict, size=size, opened=opened), set()
     readable = False
     grown: set[str] = set()
     for i, path in enumerate(_largest_first(paths)):
         before = {sid: len(s.items) for sid, s in session.streams.items()} if i else {}
         # A lone file (no copies) may come opened already: then ``paths`` is only it.
         first = opened if i == 0 else None
-        seen = src.stats.get(str(path))
-        size = None if seen is None else seen[0]
+        size = _walk_size(src, path)
         fed = _feed_file(reader, path, session, strict=strict, size=size, opened=first)
         readable = fed or readable
         if i:
@@ -132,6 +133,12 @@ def _feed_copies(
                 sid for sid, s in session.streams.items() if len(s.items) > before.get(sid, 0)
             )
     return readable, grown
+
+
+def _walk_size(src: SessionSource, path: Path) -> int | None:
+    """The file's size as the folder walk saw it (``None``: not walked, e.g. named)."""
+    seen = src.stats.get(str(path))
+    return None if seen is None else seen[0]
 
 
 def read_session(src: SessionSource, claimed: Claims | None = None) -> SessionLog:

@@ -25,7 +25,9 @@ from cachediag.ingest.detect import (
     detect_format,
     looks_like_transcript,
 )
+from cachediag.ingest.fields import SESSION, TYPE, UUID
 from cachediag.ingest.lines import OVERLONG, BadLine, parse_line, scan_chunk, scan_lines
+from cachediag.ingest.native import PICKER
 from cachediag.ingest.needles import (
     MAX_LINE_BYTES,
     SPACED_SIDECHAIN,
@@ -153,6 +155,12 @@ def _transcript_first(block: bytes) -> bool:
     first = block[: block.find(b"\n") + 1 or len(block)]
     if not first or first.isspace():
         return False
+    if PICKER is not None:  # picks a few fields where orjson would build every one
+        # A JSON object whose type is a string, with a uuid or session id (strings), is
+        # a transcript line; a line with neither needs the whole object to tell.
+        fields = PICKER(first)
+        if fields is not None and fields[TYPE] is not None and (fields[UUID] or fields[SESSION]):
+            return True
     try:
         return looks_like_transcript(parse_line(first))
     except BadLine:
