@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from cachediag.pricing.slots import DayPrices
 from cachediag.statusline import fast, prices, state
 
 T0 = 1_770_000_000.0
@@ -65,7 +66,7 @@ def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     # Lines are fitted to the terminal's width: a narrow one running the tests must not
     # change what they read (width tests pass --width).
     monkeypatch.setenv("COLUMNS", "200")
-    monkeypatch.setattr(prices, "lookup_prices", lambda model, at=None: None)
+    monkeypatch.setattr(prices, "day_prices", lambda model, day: DayPrices())
     return home / "cachediag"
 
 

@@ -78,7 +78,12 @@ DAMAGE: dict[str, Any] = {
     "offset past the end": lambda p: resave(p, _cursor("offset", 1 << 60)),
     "streams a list": lambda p: resave(p, _set("streams", [1, 2])),
     "files null": lambda p: resave(p, _set("files", None)),
-    "prices of strings": lambda p: resave(p, _set("prices", {"m-1": {"input_mtok": "x"}})),
+    "prices of strings": lambda p: resave(
+        p,
+        _set(
+            "prices", {f"m-1|{int(T0 // 86400)}": {"changes": [], "slots": [{"input_mtok": "x"}]}}
+        ),
+    ),
     "readers damaged": lambda p: p.write_bytes(p.read_bytes()[:-12] + b'"x":[1,2]}\n'),
     "a folder": lambda p: (p.unlink(), p.mkdir()),
     "empty": lambda p: p.write_bytes(b""),
@@ -217,24 +222,35 @@ def _prices_cache(tmp_path: Path, entries: Any, source: Any = "genai-prices") ->
     folder = tmp_path / "xdg" / "cachediag"
     folder.mkdir(parents=True, exist_ok=True)
     folder.chmod(0o700)
-    data = {"stamp": _stamp(), "source": source, "entries": entries}
+    data = {"stamps": {_stamp(): {"saved_at": 1.0, "source": source, "entries": entries}}}
     (folder / "prices.json").write_text(json.dumps(data, allow_nan=True))
     return {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
 
 
+def _one_slot(prices: Any) -> Any:
+    return {"changes": [], "slots": [prices]}
+
+
 PRICE_CACHES = {
     "entries a list": [1, 2],
-    "string prices": {"claude-opus-4-6|20495": {"input_mtok": "5", "output_mtok": "x"}},
+    "string prices": {
+        "claude-opus-4-6|20495": {
+            "changes": [],
+            "slots": [{"input_mtok": "5", "output_mtok": "x"}],
+        }
+    },
     "NaN prices": {
-        f"{m}|{d}": dict.fromkeys(
-            (
-                "input_mtok",
-                "cache_write_5m_mtok",
-                "cache_write_1h_mtok",
-                "cache_read_mtok",
-                "output_mtok",
-            ),
-            float("nan"),
+        f"{m}|{d}": _one_slot(
+            dict.fromkeys(
+                (
+                    "input_mtok",
+                    "cache_write_5m_mtok",
+                    "cache_write_1h_mtok",
+                    "cache_read_mtok",
+                    "output_mtok",
+                ),
+                float("nan"),
+            )
         )
         for m in ("claude-opus-4-6", "m-1")
         for d in range(20480, 20500)

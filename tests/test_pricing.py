@@ -250,11 +250,12 @@ def test_disk_prices_saved_by_a_worker_and_merged(
     # other's entries. A worker flushes; every save merges with the file.
     from cachediag.analysis.costs import ModelPrices
     from cachediag.pricing.disk import DiskPrices
+    from cachediag.pricing.slots import DayPrices
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     parent = DiskPrices()
     parent.get("a|1")  # loaded before the fork, as run_audit does
-    prices = ModelPrices(1, 1.25, 2, 0.1, 5)
+    prices = DayPrices((3600.0,), (ModelPrices(1, 1.25, 2, 0.1, 5), None))
     pid = os.fork()
     if pid == 0:  # the worker
         try:
@@ -263,11 +264,11 @@ def test_disk_prices_saved_by_a_worker_and_merged(
         finally:
             os._exit(0)
     os.waitpid(pid, 0)
-    parent.put("parent|1", None)
+    parent.put("parent|1", DayPrices())
     parent.flush()  # the loading process leaves saving to atexit
-    assert DiskPrices().get("worker|1") == (True, prices)
-    assert DiskPrices().get("parent|1") == (False, None)
+    assert DiskPrices().get("worker|1") == prices
+    assert DiskPrices().get("parent|1") is None
     parent.save()
     saved = DiskPrices()
-    assert saved.get("worker|1") == (True, prices)
-    assert saved.get("parent|1") == (True, None)
+    assert saved.get("worker|1") == prices
+    assert saved.get("parent|1") == DayPrices()

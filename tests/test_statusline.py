@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from cachediag.analysis.costs import ModelPrices
+from cachediag.pricing.slots import DayPrices
 from cachediag.statusline import fast, install, prices, render, session, view
 from tests.conftest import ROOT
 from tests.statusline_support import (
@@ -21,6 +22,9 @@ from tests.statusline_support import (
     run_line,
     write,
 )
+
+OPUS_4_6 = DayPrices(slots=(ModelPrices(5, 6.25, 10, 0.5, 25),))
+"""Opus 4.6's prices all day, as the price cache would hold them after a first lookup."""
 
 pytestmark = pytest.mark.usefixtures(cache_home.__name__)
 
@@ -39,11 +43,11 @@ def test_cost_of_misses_from_looked_up_prices(
 ) -> None:
     calls: list[str] = []
 
-    def fake(model: str, at: float | None = None) -> ModelPrices:
+    def fake(model: str, day: int) -> DayPrices:
         calls.append(model)
-        return ModelPrices(5.0, 6.25, 10.0, 0.5, 25.0)
+        return DayPrices(slots=(ModelPrices(5.0, 6.25, 10.0, 0.5, 25.0),))
 
-    monkeypatch.setattr(prices, "lookup_prices", fake)
+    monkeypatch.setattr(prices, "day_prices", fake)
     t = tmp_path / "s1.jsonl"
     write(t, THREE)
     payload = {"transcript_path": str(t)}
@@ -229,9 +233,7 @@ def test_unreadable_transcript_still_shows_claude_codes_object(
 def test_claude_codes_count_with_the_cost_of_the_misses_the_transcript_shows(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(
-        prices, "lookup_prices", lambda m, at=None: ModelPrices(5, 6.25, 10, 0.5, 25)
-    )
+    monkeypatch.setattr(prices, "day_prices", lambda m, day: OPUS_4_6)
     t = tmp_path / "s1.jsonl"
     write(t, THREE)
     agree = {"transcript_path": str(t), "prompt_cache": {"hit_ratio": 0.3, "misses": 1}}
@@ -279,10 +281,7 @@ def test_claude_codes_object_beside_a_real_transcript(
 ) -> None:
     """Issue 10's done-when on the bundled real session: Claude Code's own object (as
     analyze computes it: agreeing, then with one miss fewer) beside its transcript."""
-    # Opus 4.6's prices, as the price cache would hold them after a first lookup.
-    monkeypatch.setattr(
-        prices, "lookup_prices", lambda m, at=None: ModelPrices(5, 6.25, 10, 0.5, 25)
-    )
+    monkeypatch.setattr(prices, "day_prices", lambda m, day: OPUS_4_6)
     t = tmp_path / REAL_SESSION.name
     t.write_bytes(REAL_SESSION.read_bytes())
     now = 1770930400

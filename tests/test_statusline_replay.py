@@ -15,6 +15,7 @@ import pytest
 from cachediag.analysis.session import analyze_session
 from cachediag.ingest.discover import sessions_for_file
 from cachediag.ingest.reader import read_session
+from cachediag.pricing.slots import DayPrices
 from cachediag.report.serialize import session_dict
 from cachediag.statusline import fast, prices, track
 from tests.conftest import REAL, SPOTTER_SESSION
@@ -57,7 +58,7 @@ def test_replay_matches_full_analysis_at_every_step(
     # Small reads put read boundaries inside lines on top of the growth boundaries.
     monkeypatch.setattr("cachediag.follow.session.CHUNK_BYTES", chunk)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setattr(prices, "lookup_prices", lambda model, at=None: None)
+    monkeypatch.setattr(prices, "day_prices", lambda model, day: DayPrices())
     live, mirror = tmp_path / "live", tmp_path / "mirror"
     live.mkdir()
     mirror.mkdir()

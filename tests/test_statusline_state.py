@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from cachediag.pricing.slots import DayPrices
 from cachediag.statusline import prices, state
 from tests.conftest import ROOT
 from tests.statusline_support import (
@@ -162,7 +163,7 @@ def test_lines_without_requests_move_on_without_the_reader(
     assert (saved["offset"], saved["lines"]) == (t.stat().st_size, 4)
     monkeypatch.undo()
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache_home.parent))
-    monkeypatch.setattr(prices, "lookup_prices", lambda model, at=None: None)
+    monkeypatch.setattr(prices, "day_prices", lambda model, day: DayPrices())
     write(t, THREE[2:], "a")
     assert requests_seen(t) == 3
     assert state_of(t, cache_home)["files"][str(t)]["lines"] == 5

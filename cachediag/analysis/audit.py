@@ -16,7 +16,6 @@ from typing import Any
 from cachediag.analysis.costs import (
     ModelPrices,
     miss_cost_usd,
-    prices_per_model_day,
     request_cost_usd,
 )
 from cachediag.analysis.ledger import LedgerEntry, Outcome
@@ -201,7 +200,6 @@ def audit_session(
     log = analysis.log
     project = analysis.project
     out = SessionAudit(log.session_id, project, log.source, skipped_lines=len(log.issues))
-    price = prices_per_model_day(price_of)
     keys_of = Calendar(zone).keys
     windowed = since is not None or until is not None
     rows: list[tuple[Any, ...]] = []
@@ -223,7 +221,7 @@ def audit_session(
                 if (since is not None and at < since) or (until is not None and at >= until):
                     continue
                 kept.append(e)
-            p = price(r)
+            p = price_of(r)
             prices.append(p)
             outcome = e.outcome
             miss, expected = outcome is Outcome.MISS, outcome is Outcome.EXPECTED

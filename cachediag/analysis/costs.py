@@ -82,25 +82,9 @@ def miss_cost_usd(entry: LedgerEntry, prices: ModelPrices) -> float:
 
 
 PriceFn = Callable[[RequestRecord], "ModelPrices | None"]
-"""Prices for one request (its model at its UTC date); ``None`` when unknown."""
-
-_DAY_S = 86400
-
-
-def prices_per_model_day(price_of: PriceFn) -> PriceFn:
-    """``price_of`` asked once per model and UTC day; the other requests of that day
-    get the same answer from a dict (price histories change on UTC dates)."""
-    memo: dict[tuple[str | None, float], ModelPrices | None] = {}
-
-    def price(record: RequestRecord) -> ModelPrices | None:
-        key = (record.model, record.at // _DAY_S)
-        try:
-            return memo[key]
-        except KeyError:
-            found = memo[key] = price_of(record)
-            return found
-
-    return price
+"""Prices for one request (its model at its instant); ``None`` when unknown. The ones
+``cachediag.pricing`` gives are memoised (per model, UTC day and time-of-day slot):
+callers ask per request."""
 
 
 @dataclass(slots=True)  # not frozen: cachediag.analysis says why

@@ -6,27 +6,37 @@ own small format (see ``overrides``). A model the source does not know is ``None
 reported as unpriced, never priced at $0.
 
 This module stays light: the status line imports it on every run, so the price data is
-loaded only on the first lookup, and lookups are memoised per (model, day, file).
+loaded only on the first lookup, and lookups are memoised per (model, UTC day, file),
+each day in the slots its time-of-day prices cut it into (``slots``).
 """
 
 from __future__ import annotations
 
 import functools
+from bisect import bisect_right
 from pathlib import Path
 
 from cachediag.analysis.costs import ModelPrices, PriceFn
 from cachediag.model import RequestRecord
+from cachediag.pricing.slots import DAY_S, DayPrices
 
-__all__ = ["ModelPrices", "lookup_prices", "price_function", "pricing_source"]
+__all__ = [
+    "DayPrices",
+    "ModelPrices",
+    "day_prices",
+    "lookup_prices",
+    "price_function",
+    "pricing_source",
+]
 
-_MEMO: dict[tuple[str, int, str | None], ModelPrices | None] = {}
-_DAY_S = 86400
+_MEMO: dict[tuple[str, int, str | None], DayPrices] = {}
 
 
 def _day(at: float) -> int:
-    # Price histories change on UTC dates (genai-prices' StartDateConstraint), so a
-    # lookup per UTC day (days since the epoch) is exact for them and cheap.
-    return int(at // _DAY_S)
+    # Price histories change on UTC dates (genai-prices' StartDateConstraint) and
+    # time-of-day prices within a day: a lookup per UTC day (days since the epoch)
+    # holds the day's slots, and a request picks its own.
+    return int(at // DAY_S)
 
 
 def lookup_prices(model: str, at: float, pricing_file: Path | None = None) -> ModelPrices | None:
@@ -34,24 +44,35 @@ def lookup_prices(model: str, at: float, pricing_file: Path | None = None) -> Mo
 
     Raises ``cachediag.errors.PricingError`` when ``pricing_file`` cannot be used.
     """
-    file_key = None if pricing_file is None else str(pricing_file)
-    key = (model, _day(at), file_key)
-    if key in _MEMO:
+    day = _day(at)
+    return day_prices(model, day, pricing_file).at(at - day * DAY_S)
+
+
+def day_prices(model: str, day: int, pricing_file: Path | None = None) -> DayPrices:
+    """``model``'s prices over UTC day ``day`` (days since the epoch), in its slots.
+
+    Raises ``cachediag.errors.PricingError`` when ``pricing_file`` cannot be used.
+    """
+    key = (model, day, None if pricing_file is None else str(pricing_file))
+    try:
         return _MEMO[key]
+    except KeyError:
+        pass
     if pricing_file is None:
         from cachediag.pricing.disk import DISK
 
-        disk_key = f"{model}|{key[1]}"
-        known, found = DISK.get(disk_key)
-        if not known:
-            from cachediag.pricing.genai import genai_prices
+        disk_key = f"{model}|{day}"
+        found = DISK.get(disk_key)
+        if found is None:
+            from cachediag.pricing.genai import genai_day_prices
 
-            found = genai_prices(model, at)
+            found = genai_day_prices(model, day)
             DISK.put(disk_key, found)
     else:
         from cachediag.pricing.overrides import load_price_file
 
-        found = load_price_file(pricing_file).prices(model, at)
+        # Price files know dates, never hours (overrides): one slot a day.
+        found = DayPrices(slots=(load_price_file(pricing_file).prices(model, day * DAY_S),))
     _MEMO[key] = found
     return found
 
@@ -83,24 +104,27 @@ def price_function(pricing_file: Path | None = None) -> PriceFn:
     """Prices per request record, for the analysis functions (which never look up).
 
     One function per price file for the whole process, holding its answers per (model,
-    UTC day): every session of a run asks for it, and most of their requests share a
-    few models and days."""
+    UTC day) with the day's slots: every session of a run asks for it, and most of
+    their requests share a few models and days (and one slot a day)."""
     return _price_function(pricing_file)
 
 
 @functools.cache
 def _price_function(pricing_file: Path | None) -> PriceFn:
-    memo: dict[tuple[str, int], ModelPrices | None] = {}
+    memo: dict[tuple[str, int], DayPrices] = {}
 
     def price_of(record: RequestRecord) -> ModelPrices | None:
         model = record.model
         if model is None:
             return None
-        key = (model, int(record.at // _DAY_S))
+        at = record.at
+        day = int(at // DAY_S)
         try:
-            return memo[key]
+            found = memo[model, day]
         except KeyError:
-            prices = memo[key] = lookup_prices(model, record.at, pricing_file)
-            return prices
+            found = memo[model, day] = day_prices(model, day, pricing_file)
+        if found.changes:
+            return found.slots[bisect_right(found.changes, at - day * DAY_S)]
+        return found.slots[0]
 
     return price_of

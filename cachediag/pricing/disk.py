@@ -1,10 +1,12 @@
 """Prices already looked up, kept on disk so a run need not load genai-prices at all.
 
 Loading genai-prices' data takes longer than analysing a large session, so conversions
-are remembered per (model, UTC day) in ``$XDG_CACHE_HOME/cachediag/prices.json`` (mode
-0600, replaced atomically). The file is stamped with the size and mtime of the
-installed price data: upgrading genai-prices invalidates it. It holds model names and
-prices only.
+are remembered per (model, UTC day), each day with the slots its time-of-day prices cut
+it into (``slots``), in ``$XDG_CACHE_HOME/cachediag/prices.json`` (mode 0600, replaced
+atomically). Entries are kept per stamp of the installed price data (its size and
+mtime): upgrading genai-prices redoes them, and two installs side by side (a pipx one
+and a project's venv) each keep theirs warm instead of replacing the other's on every
+run; the ``KEEP_STAMPS`` last saved are kept. It holds model names and prices only.
 
 Prices are also looked up in worker processes, which end with ``os._exit`` (no
 ``atexit``): a worker calls ``flush`` after each piece of work, and every save merges
@@ -17,20 +19,22 @@ from __future__ import annotations
 import atexit
 import contextlib
 import json
+import math
 import os
-from dataclasses import asdict
+import time
 from importlib.util import find_spec
 from typing import Any
 
-from cachediag.analysis.costs import ModelPrices
 from cachediag.paths import cache_dir
-from cachediag.pricing.checks import checked_prices
+from cachediag.pricing.slots import DayPrices, day_prices_from_data
 from cachediag.safefiles import private_dir, read_private, write_atomic
 
 _FILE = "prices.json"
 MAX_BYTES = 64 << 20
-_VERSION = 3
+_VERSION = 4
 """Bump when the conversion of genai-prices data changes: saved prices are then redone."""
+KEEP_STAMPS = 4
+"""Price data stamps kept in the file: installs (and versions) used side by side."""
 
 
 def _stamp() -> str | None:
@@ -44,27 +48,12 @@ def _stamp() -> str | None:
     return f"{_VERSION}-{st.st_size}-{st.st_mtime_ns}"
 
 
-def _to_prices(raw: Any) -> ModelPrices | None:
-    """Saved prices back, checked: raises ``ValueError`` for anything that is not what
-    ``put`` wrote (the entry is then looked up again)."""
-    if raw is None:
-        return None
-    if not isinstance(raw, dict):
-        raise ValueError("a price entry that is not an object")
-    raw = dict(raw)
-    raw["long_context"] = _to_prices(raw.get("long_context"))
-    try:
-        return checked_prices(ModelPrices(**raw))
-    except TypeError as exc:
-        raise ValueError(str(exc)) from None
-
-
 def _plain_text(value: Any) -> bool:
     return isinstance(value, str) and len(value) < 200 and value.isprintable()
 
 
 class DiskPrices:
-    """A lazily loaded map ``"model|day" -> prices`` (``None``: known to be unpriced)."""
+    """A lazily loaded map ``"model|day" -> DayPrices`` for this price data's stamp."""
 
     def __init__(self) -> None:
         self._entries: dict[str, Any] | None = None
@@ -78,31 +67,29 @@ class DiskPrices:
         if self._entries is None:
             self._stamp = _stamp()
             self._pid = os.getpid()
-            self._entries, self._source = self._read()
+            self._entries, self._source = _ours(self._read(), self._stamp)
         return self._entries
 
-    def _read(self) -> tuple[dict[str, Any], str | None]:
-        """The entries and source the file holds now, if they are for this price data."""
+    def _read(self) -> dict[str, dict[str, Any]]:
+        """What the file holds now, per stamp (nothing when missing or damaged)."""
         try:
             data = json.loads(read_private(os.path.join(cache_dir(), _FILE), MAX_BYTES))
         except (OSError, ValueError, RecursionError):
             data = None  # missing or damaged: prices are looked up again
-        if not isinstance(data, dict) or data.get("stamp") != self._stamp:
-            return {}, None
-        entries, source = data.get("entries"), data.get("source")
-        return (
-            dict(entries) if isinstance(entries, dict) else {},
-            source if _plain_text(source) else None,
-        )
+        stamps = data.get("stamps") if isinstance(data, dict) else None
+        if not isinstance(stamps, dict):
+            return {}
+        return {k: v for k, v in stamps.items() if isinstance(v, dict)}
 
-    def get(self, key: str) -> tuple[bool, ModelPrices | None]:
+    def get(self, key: str) -> DayPrices | None:
+        """The saved prices of ``key``; ``None`` when they must be looked up."""
         entries = self._load()
         if key not in entries or self._stamp is None:
-            return False, None
+            return None
         try:
-            return True, _to_prices(entries[key])
+            return day_prices_from_data(entries[key])
         except ValueError:  # a damaged entry or another layout: looked up again
-            return False, None
+            return None
 
     def source(self) -> str | None:
         """The price source's name and version, as saved with these prices."""
@@ -115,8 +102,8 @@ class DiskPrices:
             self._source = source
             self._mark_dirty()
 
-    def put(self, key: str, prices: ModelPrices | None) -> None:
-        self._load()[key] = None if prices is None else asdict(prices)
+    def put(self, key: str, prices: DayPrices) -> None:
+        self._load()[key] = prices.to_data()
         self._mark_dirty()
 
     def flush(self) -> None:
@@ -134,15 +121,43 @@ class DiskPrices:
         if not self._dirty or self._stamp is None or self._entries is None:
             return
         folder = cache_dir()
-        entries, source = self._read()
+        stamps = self._read()
+        entries, source = _ours(stamps, self._stamp)
         # What the file holds now (other runs, our workers) and what this process added.
         entries.update(self._entries)
-        data = {"stamp": self._stamp, "source": self._source or source, "entries": entries}
+        stamps[self._stamp] = {
+            "saved_at": time.time(),
+            "source": self._source or source,
+            "entries": entries,
+        }
+        newest = sorted(stamps, key=lambda k: _saved_at(stamps[k]), reverse=True)
+        data = {"stamps": {k: stamps[k] for k in newest[:KEEP_STAMPS]}}
         # A cache that cannot be written only costs speed next time.
         with contextlib.suppress(OSError, ValueError):
             private_dir(folder, folder)
             write_atomic(os.path.join(folder, _FILE), json.dumps(data).encode())
             self._dirty = False
+
+
+def _ours(
+    stamps: dict[str, dict[str, Any]], stamp: str | None
+) -> tuple[dict[str, Any], str | None]:
+    """The entries and source saved under ``stamp`` (this install's price data)."""
+    mine = stamps.get(stamp) if stamp is not None else None
+    if mine is None:
+        return {}, None
+    entries, source = mine.get("entries"), mine.get("source")
+    return (
+        dict(entries) if isinstance(entries, dict) else {},
+        source if _plain_text(source) else None,
+    )
+
+
+def _saved_at(saved: dict[str, Any]) -> float:
+    when = saved.get("saved_at")
+    if isinstance(when, bool) or not isinstance(when, int | float) or not math.isfinite(when):
+        return 0.0  # a damaged time: the first to go
+    return float(when)
 
 
 DISK = DiskPrices()

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from functools import cache
 from typing import Any
 
 from cachediag.analysis.costs import ModelPrices
+from cachediag.pricing.slots import DayPrices, merged_slots, utc_changes
 
 SOURCE = "genai-prices"
 
@@ -107,20 +108,54 @@ def _with_tier(prices: ModelPrices, threshold: int, long_context: ModelPrices) -
     return replace(prices, long_context_threshold_tokens=threshold, long_context=long_context)
 
 
+def genai_day_prices(model: str, day: int) -> DayPrices:
+    """``model``'s prices over UTC day ``day`` (days since the epoch), one slot per
+    stretch of the day between the times its time-of-day prices begin or end.
+
+    Each slot holds genai-prices' own answer for the instant the slot begins: the
+    times only say where the answer can change."""
+    info = _model_info(model)
+    if info is None:
+        return DayPrices()
+    midnight = datetime.combine(date.fromordinal(_EPOCH_ORDINAL + day), time(), UTC)
+    changes = utc_changes(_times_of_day(info), midnight.date())
+    starts = [0.0, *changes]
+    slots = [_prices_at(info, midnight + timedelta(seconds=s)) for s in starts]
+    return merged_slots(changes, slots)
+
+
 def genai_prices(model: str, at: float) -> ModelPrices | None:
+    """``model``'s prices at one instant, looked up afresh (nothing memoised)."""
+    info = _model_info(model)
+    return None if info is None else _prices_at(info, datetime.fromtimestamp(at, UTC))
+
+
+_EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
+
+
+def _model_info(model: str) -> Any:
     from genai_prices import data_snapshot
 
     snapshot = data_snapshot.get_snapshot()
-    info = None
     for ref, provider_id in _references(model):
         try:
-            _, info = snapshot.find_provider_model(ref, None, provider_id, None)
-            break
+            return snapshot.find_provider_model(ref, None, provider_id, None)[1]
         except LookupError:
             continue
-    if info is None:
-        return None
-    when = datetime.fromtimestamp(at, UTC)
+    return None
+
+
+def _times_of_day(info: Any) -> list[time]:
+    """Where ``info``'s conditional prices start or stop in a day. (Price variants can
+    carry such times too, but they apply only with a request context, never passed.)"""
+    from genai_prices.types import TimeOfDateConstraint
+
+    conditional = info.prices if isinstance(info.prices, list) else []
+    bounds = [c.constraint for c in conditional if isinstance(c.constraint, TimeOfDateConstraint)]
+    return [t for c in bounds for t in (c.start_time, c.end_time)]
+
+
+def _prices_at(info: Any, when: datetime) -> ModelPrices | None:
     found = convert_model_price(info.get_prices(when), f"{source_name()} ({info.id})")
     return _fill_long_context(found, info.id)
 

@@ -1,4 +1,5 @@
-"""Ledger, reader and price state to JSON-able values and back (for ``state``).
+"""Ledger and reader state to JSON-able values and back (for ``state``; saved prices
+are ``pricing.slots.DayPrices`` data).
 
 The status line keeps the one ledger implementation of ``analysis.ledger`` alive across
 runs by saving its fields; nothing here recomputes an outcome.
@@ -13,10 +14,6 @@ from cachediag.analysis.causes import Cause, Diagnosis
 from cachediag.analysis.ledger import Ledger
 from cachediag.ingest.transcript import TranscriptReader
 from cachediag.model import Fingerprint, RebuildKind, RequestRecord, ServerReason
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from cachediag.analysis.costs import ModelPrices
 
 UNSEEN_INDEX = 1 << 62
 """Restored dedup keys point past any stream's items: the items are not kept between
@@ -114,22 +111,3 @@ def restore_reader(reader: TranscriptReader, data: dict[str, Any]) -> None:
         pairs = iter(flat)
         reader.seen.update(dict.fromkeys(zip(pairs, pairs, strict=True), (stream, UNSEEN_INDEX)))
     reader.sidechain_roots = dict(data.get("sidechain_roots", {}))
-
-
-def prices_to_state(prices: ModelPrices | None) -> dict[str, Any] | None:
-    if prices is None:
-        return None
-    out = {f.name: getattr(prices, f.name) for f in fields(prices)}
-    out["long_context"] = prices_to_state(prices.long_context)
-    return out
-
-
-def prices_from_state(data: dict[str, Any] | None) -> ModelPrices | None:
-    if data is None:
-        return None
-    from cachediag.analysis.costs import ModelPrices  # only sessions with misses need it
-    from cachediag.pricing.checks import checked_prices
-
-    values = dict(data)
-    values["long_context"] = prices_from_state(values.get("long_context"))
-    return checked_prices(ModelPrices(**values))

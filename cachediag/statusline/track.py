@@ -15,11 +15,16 @@ from cachediag.analysis.ledger import Ledger, LedgerEntry, Outcome
 from cachediag.analysis.summary import build_prompt_cache
 from cachediag.follow.files import change_of, file_signature, unchanged_since
 from cachediag.follow.session import LiveSession
-from cachediag.model import StreamItem, StreamKind
+from cachediag.model import RequestRecord, StreamItem, StreamKind
 from cachediag.report.serialize import prompt_cache_dict
 from cachediag.statusline import codec
 from cachediag.statusline.state import STATE_VERSION, BadState, readers_crc
 from cachediag.statusline.state import readers as checked_readers
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cachediag.analysis.costs import ModelPrices
+    from cachediag.pricing.slots import DayPrices
 
 try:  # the reader already loaded orjson when it is installed; json is the fallback
     import orjson as _orjson
@@ -97,35 +102,53 @@ class Session(LiveSession):
             miss["fingerprint"] = None
             stream["misses"].append([miss, entry.reprocessed_tokens, entry.ttl])
 
-    def _miss_cost(self, misses: list[Any]) -> tuple[float | None, list[str]]:
+    def _miss_cost(
+        self, misses: list[Any], used: dict[str, DayPrices]
+    ) -> tuple[float | None, list[str]]:
         if not misses:
             return 0.0, []
         from cachediag.analysis.costs import miss_cost_usd
-        from cachediag.statusline import prices
 
         total = 0.0
         unpriced: set[str] = set()
         for miss, reprocessed, ttl in misses:
             record = codec.record_from_state(miss)
-            model = record.model or "?"
-            if model not in self.prices and record.model is not None:
-                self.prices[model] = codec.prices_to_state(
-                    prices.lookup_prices(record.model, record.at)
-                )
-            found = codec.prices_from_state(self.prices.get(model))
+            found = None if record.model is None else self._prices_of(record, used)
             if found is None:
-                unpriced.add(model)
+                unpriced.add(record.model or "?")
                 continue
             entry = LedgerEntry(0, record, Outcome.MISS, ttl, None, reprocessed)
             total += miss_cost_usd(entry, found)
         return (None if unpriced else total), sorted(unpriced)
 
+    def _prices_of(self, record: RequestRecord, used: dict[str, DayPrices]) -> ModelPrices | None:
+        """The prices of ``record``'s model at its instant: from the day's slots saved
+        in the state, else looked up (once per model and UTC day). A saved entry that
+        is damaged raises ``ValueError``: the state is then recomputed."""
+        from cachediag.pricing.slots import DAY_S, day_prices_from_data
+
+        assert record.model is not None
+        day = int(record.at // DAY_S)
+        key = f"{record.model}|{day}"
+        found = used.get(key)
+        if found is None:
+            saved = self.prices.get(key)
+            if saved is None:
+                from cachediag.statusline import prices
+
+                found = prices.day_prices(record.model, day)
+            else:
+                found = day_prices_from_data(saved)
+            used[key] = found
+        return found.at(record.at - day * DAY_S)
+
     def header(self, now: float) -> State:
         streams: dict[str, Any] = {}
+        used: dict[str, DayPrices] = {}
         for sid, ledger in self.ledgers.items():
             s = self.streams.setdefault(sid, {"misses": [], "first_at": None})
             log = self.log.streams[sid]
-            cost, unpriced = self._miss_cost(s["misses"])
+            cost, unpriced = self._miss_cost(s["misses"], used)
             streams[sid] = {
                 **s,
                 "kind": log.kind.value,
@@ -135,6 +158,9 @@ class Session(LiveSession):
                 "miss_cost_usd": cost,
                 "unpriced_models": unpriced,
             }
+        # Only the days this session's misses fell on: entries of an older layout
+        # (per model) or of days no longer needed are not carried on.
+        self.prices = {key: found.to_data() for key, found in used.items()}
         return {
             "transcript": self.transcript,
             "files": self.files,
