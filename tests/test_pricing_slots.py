@@ -99,3 +99,245 @@ def test_two_requests_of_one_day_in_peak_and_off_peak_hours() -> None:
     # The edges, on the second: 00:30 and 16:30 start a slot.
     assert price_of(record(0.5)) == peak and price_of(record(0.5 - 1 / 3600)) == off_peak
     assert price_of(record(16.5)) == off_peak and price_of(record(16.5 - 1 / 3600)) == peak
+
+
+def test_a_model_without_hourly_prices_is_looked_up_once_a_day(
+    fresh: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The memo is on the hot path of analyze and audit: one genai-prices lookup (one
+    # get_prices) per model and day however many requests, slots or not.
+    from genai_prices import types
+
+    calls: list[str] = []
+    get_prices = types.ModelInfo.get_prices
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(self.id)
+        return get_prices(self, *args, **kwargs)
+
+    monkeypatch.setattr(types.ModelInfo, "get_prices", counted)
+    price_of = pricing.price_function()
+    for model in ("claude-opus-4-6", "deepseek-reasoner"):
+        for day in range(2):
+            for i in range(200):
+                at = DAY + day * 86400 + 431 * i
+                price_of(_record(model, at))
+                pricing.lookup_prices(model, at)
+    # deepseek-reasoner: a slot from midnight, 00:30 and 16:30 (off-peak, peak, off-peak).
+    assert calls == ["claude-opus-4-6"] * 2 + ["deepseek-reasoner"] * 3 * 2
+
+
+def _record(model: str, at: float, inp: int = 1_000_000) -> RequestRecord:
+    return RequestRecord(
+        at=at,
+        input_tokens=inp,
+        cache_read_tokens=0,
+        cache_creation_tokens=0,
+        output_tokens=0,
+        model=model,
+    )
+
+
+WARM_RUN = """
+import json, sys
+from cachediag.pricing import lookup_prices
+day, models = float(sys.argv[1]), sys.argv[2:]
+prices = {
+    f"{m} {h}": lookup_prices(m, day + h * 3600).input_mtok
+    for m in models for h in (0, 1, 5, 12, 17, 23.9)
+}
+print(json.dumps({"prices": prices, "genai_prices": "genai_prices" in sys.modules}))
+"""
+
+
+def test_saved_slots_price_a_warm_run_without_genai_prices(tmp_path: Path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    models = [info.id for info in constrained_models()] + ["claude-opus-4-6"]
+
+    def run() -> dict[str, Any]:
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(tmp_path)}
+        out = subprocess.run(
+            [sys.executable, "-c", WARM_RUN, str(DAY), *models],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        result: dict[str, Any] = json.loads(out.stdout)
+        return result
+
+    cold, warm = run(), run()
+    assert cold["genai_prices"] and not warm["genai_prices"]
+    want = {
+        f"{m} {h}": float(direct(m, DAY + h * 3600).input_mtok)
+        for m in models
+        for h in (0, 1, 5, 12, 17, 23.9)
+    }
+    assert cold["prices"] == warm["prices"] == want
+    assert (tmp_path / "cachediag" / "prices.json").stat().st_mode & 0o777 == 0o600
+
+
+def test_two_installs_keep_their_own_saved_prices(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A pipx install and a venv have price data of different stamps: each keeps its
+    # entries instead of replacing the other's on every run; the oldest go past 4.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    one_day = pricing.DayPrices(slots=(genai.genai_prices("claude-opus-4-6", DAY),))
+    for n, stamp in enumerate(["a", "b", "c", "d", "e", "a"]):
+        monkeypatch.setattr(disk, "_stamp", lambda s=stamp: s)
+        monkeypatch.setattr(disk.time, "time", lambda n=n: 1000.0 + n)
+        saved = disk.DiskPrices()
+        saved.put(f"m-{stamp}|1", one_day)
+        saved.save()
+    for stamp, kept in [("a", True), ("b", False), ("c", True), ("e", True)]:
+        monkeypatch.setattr(disk, "_stamp", lambda s=stamp: s)
+        reread = disk.DiskPrices()
+        assert (reread.get(f"m-{stamp}|1") == one_day) is kept, stamp
+        assert reread.get("m-a|1" if stamp != "a" else "m-c|1") is None  # not another's
+
+
+def test_zoned_times_of_day_are_placed_on_their_date() -> None:
+    from datetime import date, time, timedelta, timezone
+    from zoneinfo import ZoneInfo
+
+    from cachediag.pricing.slots import utc_changes
+
+    h = 3600.0
+    new_york = time(9, 0, tzinfo=ZoneInfo("America/New_York"))
+    # 9:00 in New York is 14:00 UTC in winter, 13:00 in summer; genai-prices reads the
+    # zone at its 1970-01-01 offset (14:00 all year): both are cuts in summer.
+    assert utc_changes([new_york], date(2026, 1, 15)) == [14 * h]
+    assert utc_changes([new_york], date(2026, 7, 1)) == [13 * h, 14 * h]
+    # The day DST begins (2026-03-08, at 2:00 local): 9:00 is already 13:00 UTC.
+    assert utc_changes([new_york], date(2026, 3, 8)) == [13 * h, 14 * h]
+    # 00:30 in Beijing falls on the UTC day before, at 16:30; naive times are UTC.
+    beijing = time(0, 30, tzinfo=timezone(timedelta(hours=8)))
+    assert utc_changes([beijing, time(0, 0), time(6, 15, 30)], date(2026, 11, 2)) == [
+        6 * h + 15 * 60 + 30,
+        16.5 * h,
+    ]
+
+
+@pytest.mark.usefixtures("fresh")
+def test_a_zoned_peak_agrees_with_genai_prices_every_five_minutes() -> None:
+    # A model whose peak hours are in a DST zone, in genai-prices' own data model: on a
+    # winter and a summer day, each request gets genai-prices' answer for its instant.
+    from datetime import time
+    from decimal import Decimal
+    from zoneinfo import ZoneInfo
+
+    from genai_prices import data_snapshot, types
+
+    zone = ZoneInfo("America/New_York")
+    peak = types.TimeOfDateConstraint(time(9, 0, tzinfo=zone), time(17, 0, tzinfo=zone))
+    info = types.ModelInfo(
+        id="zoned-model",
+        match=types.ClauseEquals(equals="zoned-model"),
+        prices=[
+            types.ConditionalPrice(
+                prices=types.ModelPrice(input_mtok=Decimal(1), output_mtok=Decimal(2))
+            ),
+            types.ConditionalPrice(
+                constraint=peak,
+                prices=types.ModelPrice(input_mtok=Decimal(3), output_mtok=Decimal(6)),
+            ),
+        ],
+    )
+    provider = types.Provider(
+        id="zoned",
+        name="Zoned",
+        api_pattern="zoned",
+        model_match=types.ClauseStartsWith(starts_with="zoned"),
+        models=[info],
+    )
+    data_snapshot.set_custom_snapshot(data_snapshot.DataSnapshot([provider], False))
+    try:
+        for day in (datetime(2026, 1, 15, tzinfo=UTC), datetime(2026, 7, 1, tzinfo=UTC)):
+            start = day.timestamp()
+            for i in range(288):
+                at = start + 300 * i
+                want = float(direct("zoned-model", at).input_mtok)
+                assert pricing.lookup_prices("zoned-model", at).input_mtok == want, i
+    finally:
+        data_snapshot.set_custom_snapshot(None)
+
+
+@pytest.mark.usefixtures("fresh")
+def test_saved_day_prices_are_checked() -> None:
+    from cachediag.pricing.slots import day_prices_from_data
+
+    p = genai.genai_prices("claude-opus-4-6", DAY)
+    good = pricing.DayPrices((100.0,), (p, None)).to_data()
+    assert day_prices_from_data(good) == pricing.DayPrices((100.0,), (p, None))
+    for bad in (
+        {**good, "changes": [100.0, 50.0]},
+        {**good, "changes": [0.0]},
+        {**good, "changes": [86400.0]},
+        {**good, "changes": [float("nan")]},
+        {**good, "changes": [True]},
+        {**good, "slots": [None]},
+        {**good, "slots": "x"},
+        {"slots": [None]},
+        [good],
+    ):
+        with pytest.raises(ValueError):
+            day_prices_from_data(bad)
+
+
+def test_the_status_line_prices_each_miss_in_its_own_slot(
+    fresh: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # deepseek-reasoner, one UTC day: a 5m-TTL miss at 12:00 (peak) and one at 20:00
+    # (off-peak), in one run and then with the second miss added to a saved state.
+    import json
+
+    from cachediag.analysis.costs import miss_cost_usd
+    from cachediag.analysis.ledger import Outcome
+    from cachediag.analysis.session import analyze_session
+    from cachediag.ingest.discover import sessions_for_file
+    from cachediag.ingest.reader import read_session
+    from tests.statusline_support import assistant, run_line, write
+
+    monkeypatch.setenv("COLUMNS", "200")
+    model = "deepseek-reasoner"
+    noon, evening = DAY + 12 * 3600, DAY + 20 * 3600
+    lines = [
+        assistant(1, noon, inp=10, read=0, write=20000, model=model),
+        assistant(2, noon + 60, inp=10, read=20000, write=500, model=model),
+        assistant(3, noon + 1000, inp=10, read=0, write=21000, model=model),
+        assistant(4, evening, inp=10, read=0, write=22000, model=model),
+    ]
+    t = tmp_path / "s1.jsonl"
+
+    def line_cost() -> float:
+        payload = {"transcript_path": str(t)}
+        out = json.loads(run_line(payload, "--json", "--now", str(evening + 10)))
+        cost: float = out["cachediag"]["miss_cost_usd"]
+        return cost
+
+    def expected() -> float:
+        # Each miss at genai-prices' price for its own instant, nothing memoised.
+        analysis = analyze_session(read_session(sessions_for_file(t)), evening + 10)
+        misses = [e for e in analysis.main.entries if e.outcome is Outcome.MISS]
+        assert len(misses) == 2
+        total = 0.0
+        for e in misses:
+            prices = genai.genai_prices(model, e.record.at)
+            assert prices is not None
+            total += miss_cost_usd(e, prices)
+        return round(total, 6)
+
+    assert genai.genai_prices(model, noon) != genai.genai_prices(model, evening)
+    write(t, lines)
+    assert line_cost() == expected()
+    write(t, lines[:3])
+    first = line_cost()
+    write(t, lines[3:], "a")
+    assert line_cost() == expected() != first
