@@ -111,20 +111,26 @@ def price_function(pricing_file: Path | None = None) -> PriceFn:
 
 @functools.cache
 def _price_function(pricing_file: Path | None) -> PriceFn:
-    memo: dict[tuple[str, int], DayPrices] = {}
+    # A day with one price is memoised as that price, a day of slots as its DayPrices:
+    # the common case costs a dict hit and a class check (analyze and audit ask per
+    # request).
+    memo: dict[tuple[str | None, float], ModelPrices | DayPrices | None] = {}
+    slotted = DayPrices
 
     def price_of(record: RequestRecord) -> ModelPrices | None:
-        model = record.model
-        if model is None:
-            return None
-        at = record.at
-        day = int(at // DAY_S)
+        key = (record.model, record.at // DAY_S)
         try:
-            found = memo[model, day]
+            found = memo[key]
         except KeyError:
-            found = memo[model, day] = day_prices(model, day, pricing_file)
-        if found.changes:
-            return found.slots[bisect_right(found.changes, at - day * DAY_S)]
-        return found.slots[0]
+            model = record.model
+            if model is None:
+                memo[key] = None
+                return None
+            day = day_prices(model, int(key[1]), pricing_file)
+            found = memo[key] = day if day.changes else day.slots[0]
+        if found.__class__ is slotted:
+            assert isinstance(found, DayPrices)
+            return found.slots[bisect_right(found.changes, record.at - key[1] * DAY_S)]
+        return found  # type: ignore[return-value]
 
     return price_of
