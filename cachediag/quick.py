@@ -11,6 +11,7 @@ checks it. The pieces of the JSON output live here; ``cli.analyze`` uses them to
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -222,8 +223,18 @@ def json_lines(
     """Every session's JSON line (or what ``jq_filter`` makes of it), oldest first, once
     all are read; ``progress`` is closed before the output starts."""
     with TimeOrder() as spool:
-        for at, line in run.rendered(paths, stdin, now, render):
-            spool.add(at, line)
+        # Reading makes many small objects and next to no garbage cycles: the collector
+        # looks at what start-up made only once (frozen), and at new objects less often
+        # (10,000 small files: 3% of the time). Worker processes inherit both.
+        threshold = gc.get_threshold()
+        gc.freeze()
+        gc.set_threshold(max(threshold[0], 20_000), *threshold[1:])
+        try:
+            for at, line in run.rendered(paths, stdin, now, render):
+                spool.add(at, line)
+        finally:
+            gc.set_threshold(*threshold)
+            gc.unfreeze()
         if progress:
             progress.close()
         if jq_filter is None:
