@@ -158,6 +158,8 @@ def _folders(src: SessionSource) -> list[str]:
     """The project folders holding a file of ``src``, as ``str`` of their ``Path``: a
     tree of 10,000 sessions spent more on building and hashing parent paths than on
     grouping them."""
+    if src.main is not None and not src.copies and not src.agents:
+        return [_parent(src.main)]  # most sessions: one file
     found = [_parent(p) for p in src.mains]
     for agent in src.agents:
         parts = agent.path.parts
