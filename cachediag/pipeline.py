@@ -51,7 +51,7 @@ def _same(a: SessionAnalysis) -> SessionAnalysis:
     return a
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)  # not frozen: one per session (cachediag.analysis says why)
 class SourceResult(Generic[T]):
     """One source read: what ``render`` made of it, its skipped lines, or why not."""
 
@@ -85,7 +85,7 @@ def analyze_source(
         if enrich is not None:
             log = enrich(log)
         unreadable = log.unreadable
-        if len(unreadable) == len(src.paths):
+        if unreadable and len(unreadable) == len(src.paths):
             results.append(SourceResult(None, log.issues, unreadable=unreadable))
         elif log.main_unreadable and not any(s.items for s in log.streams.values()):
             results.append(SourceResult(None, log.issues, passed_over=True, unreadable=unreadable))
