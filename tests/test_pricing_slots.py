@@ -341,3 +341,121 @@ def test_the_status_line_prices_each_miss_in_its_own_slot(
     first = line_cost()
     write(t, lines[3:], "a")
     assert line_cost() == expected() != first
+
+
+LITELLM_DEEPSEEK = {
+    # LiteLLM's off_peak_pricing (docs.litellm.ai/docs/proxy/off_peak_pricing): standard
+    # rates, and other ones while a window is open.
+    "deepseek/deepseek-reasoner": {
+        "input_cost_per_token": 5.5e-7,
+        "output_cost_per_token": 2.19e-6,
+        "cache_read_input_token_cost": 1.4e-7,
+        "off_peak_pricing": {
+            "hours_utc": ["16:30-00:30", "not a window"],
+            "input_cost_per_token": 1.35e-7,
+            "output_cost_per_token": 5.5e-7,
+            "cache_read_input_token_cost": "3.5e-8",
+        },
+    },
+    "deepseek/deepseek-v4-pro": {
+        "input_cost_per_token": 1.32e-6,
+        "output_cost_per_token": 3.96e-6,
+        "off_peak_pricing": {
+            "hours_utc": ["00:00-01:00", "04:00-06:00", "10:00-00:00"],
+            # Weekends are off-peak all day, on Beijing's calendar.
+            "windows": [{"hours_utc": "00:00-00:00", "weekdays": ["sat", "Sunday"]}],
+            "weekday_timezone": "Asia/Shanghai",
+            "input_cost_per_token": 6.6e-7,
+            "output_cost_per_token": 1.98e-6,
+        },
+    },
+}
+
+
+def _litellm_file(tmp_path: Path, data: Any) -> Path:
+    import json
+
+    path = tmp_path / "litellm.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.usefixtures("fresh")
+def test_a_litellm_file_prices_its_off_peak_hours(tmp_path: Path) -> None:
+    price_of = pricing.price_function(_litellm_file(tmp_path, LITELLM_DEEPSEEK))
+
+    def rates(model: str, when: str) -> tuple[float, float, float]:
+        at = datetime.fromisoformat(when).replace(tzinfo=UTC).timestamp()
+        p = price_of(_record(f"deepseek/{model}", at))
+        assert p is not None
+        return p.input_mtok, p.output_mtok, p.cache_read_mtok
+
+    standard, off_peak = (0.55, 2.19, 0.14), (0.135, 0.55, 0.035)
+    # One UTC day, 2026-11-02 (a Monday), in order and out of it.
+    for when, want in [
+        ("2026-11-02T12:00", standard),
+        ("2026-11-02T20:00", off_peak),
+        ("2026-11-02T00:29:59", off_peak),
+        ("2026-11-02T00:30", standard),
+        ("2026-11-02T16:29:59", standard),
+        ("2026-11-02T16:30", off_peak),
+    ]:
+        assert rates("deepseek-reasoner", when) == pytest.approx(want), when
+    peak, calm = (1.32, 3.96), (0.66, 1.98)
+    for when, want in [
+        ("2026-11-02T02:00", peak),  # Monday
+        ("2026-11-02T05:00", calm),
+        ("2026-11-02T07:00", peak),
+        ("2026-11-02T12:00", calm),
+        ("2026-11-06T09:59", peak),  # Friday, 17:59 in Beijing
+        ("2026-11-07T02:00", calm),  # Saturday in Beijing (and in UTC)
+        ("2026-11-08T09:00", calm),  # Sunday 17:00 in Beijing
+        ("2026-11-08T16:30", calm),  # Monday 00:30 in Beijing: off-peak hours anyway
+        ("2026-11-09T01:00", peak),  # Monday 09:00 in Beijing
+    ]:
+        assert rates("deepseek-v4-pro", when)[:2] == pytest.approx(want), when
+
+
+@pytest.mark.usefixtures("fresh")
+def test_a_litellm_weekday_starts_on_its_own_calendar(tmp_path: Path) -> None:
+    # Weekends off-peak all day in Beijing: Saturday begins Friday 16:00 UTC, and ends
+    # (Monday begins) Sunday 16:00 UTC, inside one UTC day each.
+    entry = {
+        "input_cost_per_token": 2e-6,
+        "output_cost_per_token": 4e-6,
+        "off_peak_pricing": {
+            "windows": [{"hours_utc": "07:00-07:00", "weekdays": [6, 7]}],
+            "weekday_timezone": "Asia/Shanghai",
+            "input_cost_per_token": 1e-6,
+        },
+    }
+    path = _litellm_file(tmp_path, {"m-weekend": entry})
+    friday, sunday = datetime(2026, 11, 6, tzinfo=UTC), datetime(2026, 11, 8, tzinfo=UTC)
+    got = [
+        pricing.lookup_prices("m-weekend", day.timestamp() + hour * 3600, path)
+        for day in (friday, sunday)
+        for hour in (15.99, 16)
+    ]
+    assert [p.input_mtok if p else None for p in got] == [2, 1, 1, 2]
+    days = [
+        pricing.day_prices("m-weekend", int(d.timestamp() // 86400), path) for d in (friday, sunday)
+    ]
+    assert [d.changes for d in days] == [(16 * 3600.0,), (16 * 3600.0,)]
+
+
+@pytest.mark.parametrize(
+    "off_peak",
+    [
+        {"hours_utc": "01:00-02:00", "input_cost_per_token": "nan"},
+        {"hours_utc": "01:00-02:00", "output_cost_per_token": -1e-6},
+    ],
+    ids=["nan", "negative"],
+)
+def test_a_bad_off_peak_rate_is_a_clear_error(tmp_path: Path, off_peak: Any) -> None:
+    from cachediag.errors import PricingError
+    from cachediag.pricing.overrides import load_price_file
+
+    entry = {"input_cost_per_token": 1e-6, "output_cost_per_token": 1e-6}
+    path = _litellm_file(tmp_path, {"m-1": {**entry, "off_peak_pricing": off_peak}})
+    with pytest.raises(PricingError, match=r"m-1: .*(finite|>= 0)"):
+        load_price_file(path)

@@ -71,8 +71,7 @@ def day_prices(model: str, day: int, pricing_file: Path | None = None) -> DayPri
     else:
         from cachediag.pricing.overrides import load_price_file
 
-        # Price files know dates, never hours (overrides): one slot a day.
-        found = DayPrices(slots=(load_price_file(pricing_file).prices(model, day * DAY_S),))
+        found = load_price_file(pricing_file).day_prices(model, day)
     _MEMO[key] = found
     return found
 

@@ -23,7 +23,9 @@ the last entry whose ``since`` (UTC date) is not after the request is used.
 
 LiteLLM's ``model_prices_and_context_window.json`` is recognised by its per-token keys
 (``input_cost_per_token`` ...), with ``cache_creation_input_token_cost_above_1hr`` and
-``*_above_200k_tokens`` for the 1h write price and the long-context tier.
+``*_above_200k_tokens`` for the 1h write price and the long-context tier, and
+``off_peak_pricing`` for rates by the time of day (``offpeak``). cachediag's own format
+prices by date only.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from cachediag.analysis.costs import ModelPrices
 from cachediag.errors import PricingError
 from cachediag.pricing.checks import checked_prices
+from cachediag.pricing.offpeak import OffPeak, parse_off_peak
+from cachediag.pricing.slots import DAY_S, DayPrices
 from cachediag.safefiles import UnsafeFile, open_regular
 from cachediag.text import sanitize
 
@@ -109,6 +113,8 @@ class PriceFile(BaseModel):
 class LoadedPrices:
     source: str
     table: dict[str, list[tuple[date | None, ModelPrices]]] = field(default_factory=dict)
+    off_peak: dict[str, OffPeak] = field(default_factory=dict)
+    """Models of a LiteLLM file with ``off_peak_pricing``."""
 
     def _match(self, model: str) -> str | None:
         if model in self.table:
@@ -120,15 +126,23 @@ class LoadedPrices:
         return max(prefixes, key=len) if prefixes else None
 
     def prices(self, model: str, at: float) -> ModelPrices | None:
+        day = int(at // DAY_S)
+        return self.day_prices(model, day).at(at - day * DAY_S)
+
+    def day_prices(self, model: str, day: int) -> DayPrices:
+        """``model``'s prices over UTC day ``day`` (days since the epoch), in slots."""
         key = self._match(model)
         if key is None:
-            return None
-        day = datetime.fromtimestamp(at, UTC).date()
+            return DayPrices()
+        on = datetime.fromtimestamp(day * DAY_S, UTC).date()
         chosen = None
         for since, prices in self.table[key]:
-            if since is None or since <= day:
+            if since is None or since <= on:
                 chosen = prices
-        return chosen
+        off_peak = self.off_peak.get(key)
+        if chosen is None or off_peak is None:
+            return DayPrices(slots=(chosen,))
+        return off_peak.day_prices(chosen, day)
 
 
 def _per_token(entry: dict[str, Any], key: str) -> float | None:
@@ -211,12 +225,17 @@ def load_price_file(path: Path) -> LoadedPrices:
                 prices = litellm_prices(entry, source)
                 if prices is None:
                     continue
+                off_peak = parse_off_peak(entry.get("off_peak_pricing"))
                 try:
                     checked_prices(prices)
+                    if off_peak is not None:
+                        checked_prices(off_peak.applied(prices))
                 except ValueError as exc:
                     model = sanitize(name, 80)
                     raise PricingError(f"{path}: {model}: {exc} (per-token prices)") from None
                 loaded.table[name] = [(None, prices)]
+                if off_peak is not None:
+                    loaded.off_peak[name] = off_peak
         return loaded
     try:
         parsed = PriceFile.model_validate(data)
