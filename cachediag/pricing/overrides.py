@@ -125,10 +125,6 @@ class LoadedPrices:
         prefixes = [k for k in self.table if model.startswith(k)]
         return max(prefixes, key=len) if prefixes else None
 
-    def prices(self, model: str, at: float) -> ModelPrices | None:
-        day = int(at // DAY_S)
-        return self.day_prices(model, day).at(at - day * DAY_S)
-
     def day_prices(self, model: str, day: int) -> DayPrices:
         """``model``'s prices over UTC day ``day`` (days since the epoch), in slots."""
         key = self._match(model)
