@@ -1,4 +1,5 @@
-"""A small file is read whole in one call; it must read exactly as a streamed one."""
+"""A small file is read whole in one call, and a session of one file by a short path:
+both must read exactly as a streamed file through the general path does."""
 
 from __future__ import annotations
 
@@ -19,8 +20,17 @@ from .conftest import FIXTURES
 
 
 def _read_tree(root: Path, whole: bool, monkeypatch: pytest.MonkeyPatch) -> list[object]:
-    """Every session under ``root`` as a comparable value, read whole or streamed."""
+    """Every session under ``root`` as a comparable value: read whole, a session of one
+    file by its own short path, or streamed, every session by the general path."""
     monkeypatch.setattr(sniff, "SMALL_FILE_BYTES", 1 << 20 if whole else -1)
+    if not whole:
+        monkeypatch.setattr(
+            reader,
+            "_read_lone_transcript",
+            lambda src, _path, claimed, opened: reader._read_transcript_session(
+                src, claimed, opened
+            ),
+        )
     out: list[object] = []
     claimed: reader.Claims = {}
     for src in discover([root], lambda issue: out.append(issue)):
@@ -115,3 +125,24 @@ def test_a_capture_read_whole_is_the_capture(monkeypatch: pytest.MonkeyPatch) ->
     root = FIXTURES / "captures"
     logs = _read_tree(root, True, monkeypatch)
     assert any(isinstance(log, SessionLog) and log.format != "claude-code" for log in logs)
+
+
+def test_a_read_that_fails_half_way_reads_as_the_general_path_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A disk error after the first lines: the file is unreadable, its conversation not
+    known, by the short path as by the general one."""
+    path = tmp_path / "project" / "0b1c2d3e-0000-4000-8000-000000000003.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(b"".join(_line(i) + b"\n" for i in range(40)))
+    (src,) = discover([tmp_path])
+
+    def failing(*_: object, **__: object) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(sniff, "SMALL_FILE_BYTES", -1)
+    monkeypatch.setattr(sniff, "scan_lines", failing)
+    (short,) = read_sessions(src)
+    general = reader._read_transcript_session(src, None)
+    assert short == general
+    assert short.unreadable and not short.main_present and short.main_unreadable

@@ -72,7 +72,7 @@ def _read_lone_file(src: SessionSource, path: Path, claimed: Claims | None) -> l
         opened.fp.close()
         raise opened.error
     if fmt is None or fmt == CLAUDE_CODE:
-        return [_read_transcript_session(src, claimed, opened)]
+        return [_read_lone_transcript(src, path, claimed, opened)]
     from cachediag.ingest.requestlog import read_request_logs
 
     with opened.fp:
@@ -83,6 +83,21 @@ def _read_lone_file(src: SessionSource, path: Path, claimed: Claims | None) -> l
     for log in logs:
         log.project = log.project or src.project
     return logs
+
+
+def _read_lone_transcript(
+    src: SessionSource, path: Path, claimed: Claims | None, opened: Opened
+) -> SessionLog:
+    """``_read_transcript_session`` of a session that is one main file, already open:
+    most sessions of a history, read without the copies' and agents' bookkeeping."""
+    source = str(path)
+    session = SessionLog(src.session_id, source, FORMAT, project=src.project)
+    session.stream(MAIN_STREAM, StreamKind.MAIN, source=source)
+    reader = TranscriptReader(session, source, claimed=claimed)
+    readable = _feed_file(reader, path, session, strict=src.explicit, opened=opened)
+    session.main_unreadable = not readable
+    session.main_present = not session.unreadable
+    return session
 
 
 Claims = dict[tuple[str, str | None], str]
