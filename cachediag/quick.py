@@ -11,6 +11,7 @@ checks it. The pieces of the JSON output live here; ``cli.analyze`` uses them to
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import os
@@ -28,6 +29,7 @@ from cachediag.output import Progress, echo, echo_lines, finish_reading
 from cachediag.text import sanitize
 
 if TYPE_CHECKING:
+    from cachediag.analysis.costs import PriceFn
     from cachediag.analysis.session import SessionAnalysis
     from cachediag.cli.window import Bound
     from cachediag.pipeline import Run
@@ -101,12 +103,9 @@ class SessionJson:
     def __call__(self, a: SessionAnalysis) -> tuple[float, str]:
         """When the session started, and its JSON line (empty for a session with no
         request in the window)."""
-        from cachediag.pricing import price_function, pricing_source
-        from cachediag.report.serialize import json_line, session_dict
-
         if not self.window.open and not in_window(a, self.window):
             return first_at(a), ""
-
+        price_function, pricing_source, session_dict, json_line = _renderers()
         obj = session_dict(
             a,
             requests=self.requests,
@@ -114,6 +113,24 @@ class SessionJson:
             pricing_source=pricing_source(self.pricing_file),
         )
         return first_at(a), json_line(obj)
+
+
+_Renderers = tuple[
+    Callable[[Path | None], "PriceFn"],
+    Callable[[Path | None], str],
+    Callable[..., dict[str, Any]],
+    Callable[[object], str],
+]
+
+
+@functools.cache
+def _renderers() -> _Renderers:
+    """What ``SessionJson`` calls, imported on its first session (this module is imported
+    by commands that render none), not looked up again for each of 10,000 sessions."""
+    from cachediag.pricing import price_function, pricing_source
+    from cachediag.report.serialize import json_line, session_dict
+
+    return price_function, pricing_source, session_dict, json_line
 
 
 class TimeOrder:
