@@ -210,7 +210,9 @@ def _walk_jsonl(
             if on_error is not None:
                 reason = f"cannot read folder ({exc.strerror or exc})"
                 on_error(LineIssue(folder, 0, reason))
-    found.sort(key=lambda row: row[1].split("/"))
+    # Part by part, as Path sorts: the text with each "/" as a NUL (lower than any
+    # character a name can hold) sorts the same, without a list of parts per file.
+    found.sort(key=lambda row: row[1].replace("/", "\0"))
     return found
 
 
