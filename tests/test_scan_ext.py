@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from cachediag.ingest.lines import py_scan_chunk
 from cachediag.ingest.native import API, load_scanner
 from cachediag.ingest.needles import WANTED, WANTED_WITH_CHAINS, py_wanted_lines
+from cachediag.ingest.sniff import py_scan_head
 from tests.conftest import CORPUS, REAL
 
 _scan = pytest.importorskip(
@@ -54,6 +55,27 @@ def test_wanted_lines_twins_agree(parts: list[bytes], needles: tuple[bytes, ...]
     assert _scan.wanted_lines(buf, end, needles) == py_wanted_lines(buf, end, needles)
 
 
+head_pieces = st.lists(
+    st.sampled_from(
+        [
+            *(b"\n", b"{", b"}", b" ", b"\x00", b"\xff", b"event:", b"data:", b"even", b"dat"),
+            *(b'"version":"', b'"version":', b"1", b"2", b"9", b"0", b"x", b'"'),
+        ]
+    ),
+    max_size=80,
+)
+
+
+@settings(max_examples=800, deadline=None)
+@given(parts=head_pieces, lines=st.integers(min_value=0, max_value=25))
+@example(parts=[b'{"version":"'], lines=20)
+@example(parts=[b'{"version":"', b"\n", b"2"], lines=20)
+@example(parts=[b"a\n", b"\x00"], lines=1)
+def test_scan_head_twins_agree(parts: list[bytes], lines: int) -> None:
+    data = b"".join(parts)
+    assert _scan.scan_head(data, lines) == py_scan_head(data, lines)
+
+
 def real_transcripts() -> list[Path]:
     """The bundled real logs, and the shared corpus when it is there."""
     roots = [REAL, CORPUS]
@@ -69,6 +91,7 @@ def test_twins_agree_on_real_transcripts() -> None:
         for needles in (WANTED, WANTED_WITH_CHAINS):
             assert _scan.scan_chunk(data, 0, end, needles) == py_scan_chunk(data, 0, end, needles)
             assert _scan.wanted_lines(data, end, needles) == py_wanted_lines(data, end, needles)
+        assert _scan.scan_head(data, 20) == py_scan_head(data, 20)
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,7 @@
 #include <Python.h>
 #include <string.h>
 
-#define SCAN_API 1 /* native.py loads only the API it was written for */
+#define SCAN_API 2 /* native.py loads only the API it was written for */
 
 #if defined(__GLIBC__) && !defined(SCAN_PORTABLE) /* -DSCAN_PORTABLE tests the loops */
 #define find_bytes memmem
@@ -249,9 +249,53 @@ wanted_lines(PyObject *self, PyObject *args)
     return starts;
 }
 
+PyDoc_STRVAR(scan_head_doc,
+"scan_head(data, lines) -> (end, plain, v2)\n\n"
+"The first `lines` lines of data, as sniff.py_scan_head looks at them: where they end,\n"
+"whether they are plain (no NUL byte, no line starting with 'event:' or 'data:') and\n"
+"whether the first '\"version\":\"' of each line that has one is followed by a digit\n"
+"other than 1 (False when no line has one).");
+
+static PyObject *
+scan_head(PyObject *self, PyObject *args)
+{
+    (void)self;
+    static const char key[] = "\"version\":\""; /* Claude Code's version field */
+    const size_t key_len = sizeof key - 1;
+    Py_buffer view;
+    Py_ssize_t lines;
+    if (!PyArg_ParseTuple(args, "y*n", &view, &lines))
+        return NULL;
+    const char *buf = view.buf;
+    Py_ssize_t size = view.len, pos = 0;
+    int plain = 1, named = 0, v2 = 1;
+    for (Py_ssize_t n = 0; n < lines && pos < size; n++) {
+        const char *newline = memchr(buf + pos, '\n', (size_t)(size - pos));
+        Py_ssize_t stop = newline ? (Py_ssize_t)(newline - buf) + 1 : size;
+        size_t len = (size_t)(stop - pos);
+        if ((len >= 6 && memcmp(buf + pos, "event:", 6) == 0) ||
+            (len >= 5 && memcmp(buf + pos, "data:", 5) == 0))
+            plain = 0;
+        const char *hit = find_bytes(buf + pos, len, key, key_len);
+        if (hit) {
+            named = 1;
+            Py_ssize_t at = (Py_ssize_t)(hit - buf) + (Py_ssize_t)key_len;
+            /* at < stop unless the key ends the data: then no major version follows */
+            if (at >= stop || buf[at] < '0' || buf[at] > '9' || buf[at] == '1')
+                v2 = 0;
+        }
+        pos = stop;
+    }
+    if (pos > 0 && memchr(buf, '\0', (size_t)pos) != NULL)
+        plain = 0;
+    PyBuffer_Release(&view);
+    return Py_BuildValue("(nNN)", pos, PyBool_FromLong(plain), PyBool_FromLong(named && v2));
+}
+
 static PyMethodDef scan_methods[] = {
     {"scan_chunk", scan_chunk, METH_VARARGS, scan_chunk_doc},
     {"wanted_lines", wanted_lines, METH_VARARGS, wanted_lines_doc},
+    {"scan_head", scan_head, METH_VARARGS, scan_head_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -19,15 +19,16 @@ if TYPE_CHECKING:
         [bytes | bytearray, int, int, tuple[bytes, ...]], tuple[list[tuple[int, int, int]], int]
     ]
     WantedLines = Callable[[bytes, int, tuple[bytes, ...]], list[int]]
+    ScanHead = Callable[[bytes, int], tuple[int, bool, bool]]
     Pick = Callable[[bytes], Any]
 
 
-API = 1
+API = 2
 """The ``_scan.API`` this code was written for: a build of older source (an editable
 install does not rebuild when ``_scan.c`` changes) is not used."""
 
 
-def load_scanner() -> tuple[ScanChunk, WantedLines] | None:
+def load_scanner() -> tuple[ScanChunk, WantedLines, ScanHead] | None:
     if os.environ.get("CACHEDIAG_PURE_PYTHON", "") not in ("", "0"):
         return None
     try:
@@ -36,7 +37,7 @@ def load_scanner() -> tuple[ScanChunk, WantedLines] | None:
         return None
     if getattr(_scan, "API", None) != API:
         return None
-    return _scan.scan_chunk, _scan.wanted_lines
+    return _scan.scan_chunk, _scan.wanted_lines, _scan.scan_head
 
 
 SCANNER = load_scanner()

@@ -27,7 +27,7 @@ from cachediag.ingest.detect import (
 )
 from cachediag.ingest.fields import SESSION, TYPE, UUID
 from cachediag.ingest.lines import OVERLONG, BadLine, parse_line, scan_chunk, scan_lines
-from cachediag.ingest.native import PICKER
+from cachediag.ingest.native import PICKER, SCANNER
 from cachediag.ingest.needles import (
     MAX_LINE_BYTES,
     SPACED_SIDECHAIN,
@@ -95,7 +95,7 @@ def open_file(path: Path, size: int | None) -> Opened:
     except BaseException:
         raw.close()
         raise
-    end, plain, v2 = _scan_head(data)
+    end, plain, v2 = scan_head(data, SNIFF_LINES)
     block = data[:end]
     fmt = CLAUDE_CODE if plain and _transcript_first(block) else None
     try:
@@ -118,14 +118,15 @@ def _sniffed_stream(fp: IO[bytes], source: str) -> Opened:
         raise
 
 
-def _scan_head(data: bytes) -> tuple[int, bool, bool]:
-    """One pass over the first ``SNIFF_LINES`` lines of a file held whole: where they
-    end, whether they are plain (no NUL byte, no line starting as an event stream's
-    do: ``detect_format`` may then stop at the first line) and whether the first
-    version each line names is 2 or later (``needles._written_by_v2_or_later``).
+def py_scan_head(data: bytes, lines: int) -> tuple[int, bool, bool]:
+    """One pass over the first ``lines`` lines of a file held whole: where they end,
+    whether they are plain (no NUL byte, no line starting as an event stream's do:
+    ``detect_format`` may then stop at the first line) and whether the first version
+    each line names is 2 or later (``needles._written_by_v2_or_later``).
 
     Line by line, never the whole block per question: a search over every byte of a
-    few kB of JSON costs more than the twenty lines' starts and keys."""
+    few kB of JSON costs more than the twenty lines' starts and keys. ``_scan.scan_head``
+    is its compiled twin (tests/test_scan_ext.py holds them to the same answers)."""
     find = data.find
     starts = data.startswith
     size = len(data)
@@ -133,7 +134,7 @@ def _scan_head(data: bytes) -> tuple[int, bool, bool]:
     plain = True
     named = False
     v2 = True
-    for _ in range(SNIFF_LINES):
+    for _ in range(lines):
         if pos >= size:
             break
         newline = find(b"\n", pos)
@@ -148,6 +149,9 @@ def _scan_head(data: bytes) -> tuple[int, bool, bool]:
     if b"\x00" in data[:pos]:
         plain = False
     return pos, plain, named and v2
+
+
+scan_head = SCANNER[2] if SCANNER is not None else py_scan_head
 
 
 def _transcript_first(block: bytes) -> bool:
