@@ -119,6 +119,9 @@ def analyze_group(
 def _mtime(src: SessionSource) -> float:
     """When the session was first written: the oldest of its copies (a copy made later
     by ``cp`` is newer than the session it holds)."""
+    if src.main is not None and not src.copies:  # most sessions
+        st = src.stat(src.main)
+        return 0.0 if st is None else st[1]
     times = []
     for path in src.mains or [a.path for a in src.agents[:1]]:
         st = src.stat(path)
