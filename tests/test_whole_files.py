@@ -3,8 +3,10 @@ both must read exactly as a streamed file through the general path does."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -146,3 +148,81 @@ def test_a_read_that_fails_half_way_reads_as_the_general_path_says(
     general = reader._read_transcript_session(src, None)
     assert short == general
     assert short.unreadable and not short.main_present and short.main_unreadable
+
+
+class _Pieces(io.RawIOBase):
+    """A file as a kernel may serve it: at most ``piece`` bytes a read, and a bad block
+    at ``bad`` (the read reaching it comes back short, the next one fails)."""
+
+    def __init__(self, data: bytes, piece: int, bad: int | None = None) -> None:
+        self.data, self.piece, self.bad, self.pos = data, piece, bad, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        self.pos = pos
+        return pos
+
+    def readinto(self, buffer: Any) -> int:
+        end = len(self.data) if self.bad is None else self.bad
+        if self.pos >= end and self.pos < len(self.data):
+            raise OSError(5, "Input/output error")
+        n = max(0, min(len(buffer), self.piece, end - self.pos))
+        buffer[:n] = self.data[self.pos : self.pos + n]
+        self.pos += n
+        return n
+
+
+@pytest.mark.parametrize("bad", [None, 20_000])
+def test_a_file_served_in_pieces_reads_as_a_stream_does(
+    bad: int | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Short reads (a filesystem answering in pieces) are read on; a disk error part-way
+    makes the file unreadable, as the buffered reader reports it, not a cut-off file.
+    (Streamed, the lines before the error were read too; held whole, nothing of such a
+    file is: either way the session of that one file gives no result.)"""
+    path = tmp_path / "project" / "0b1c2d3e-0000-4000-8000-000000000004.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(b"".join(_line(i) + b"\n" for i in range(300)))
+    content = path.read_bytes()
+    (src,) = discover([tmp_path])
+    real_open = Path.open
+
+    def served(self: Path, mode: str = "r", buffering: int = -1, *args: Any, **kw: Any) -> Any:
+        if self != path:
+            return real_open(self, mode, buffering, *args, **kw)
+        raw = _Pieces(content, 4096, bad)
+        return raw if buffering == 0 else io.BufferedReader(raw)
+
+    monkeypatch.setattr(Path, "open", served)
+    reads: dict[bool, SessionLog] = {}
+    for held_whole in (True, False):
+        monkeypatch.setattr(sniff, "SMALL_FILE_BYTES", 1 << 20 if held_whole else -1)
+        (reads[held_whole],) = read_sessions(src)
+    whole, streamed = reads[True], reads[False]
+    if bad is None:
+        assert whole == streamed
+        assert len(whole.streams["main"].items) == 300 and not whole.issues
+    else:
+        assert whole.unreadable == streamed.unreadable != []
+        assert whole.main_unreadable and streamed.main_unreadable
+        assert whole.issues == [] and whole.streams["main"].items == []
+
+
+def test_a_uuid_named_file_in_a_subagents_folder_is_an_agent_of_its_session(
+    tmp_path: Path,
+) -> None:
+    """<session>/subagents/<file>.jsonl, the session folder named on its own: the file is
+    a stream of that session, whatever its name (the one-step path is for main files)."""
+    session = tmp_path / "0b1c2d3e-0000-4000-8000-000000000005"
+    (session / "subagents").mkdir(parents=True)
+    (session / "0b1c2d3e-0000-4000-8000-000000000006.jsonl").write_bytes(_line(1) + b"\n")
+    agent = session / "subagents" / "0b1c2d3e-0000-4000-8000-000000000007.jsonl"
+    agent.write_bytes(_line(2) + b"\n")
+    found = {src.session_id: src for src in discover([session])}
+    assert sorted(found) == [session.name, "0b1c2d3e-0000-4000-8000-000000000006"]
+    assert [a.path for a in found[session.name].agents] == [agent]

@@ -297,7 +297,12 @@ class Discovery:
             path = Path(full)
             parts = rel.split("/")
             stem = parts[-1][:-6]
-            if len(parts) == 2 and stem not in sessions and _SESSION_NAME.fullmatch(stem):
+            if (
+                len(parts) == 2
+                and parts[0] != "subagents"
+                and stem not in sessions
+                and _SESSION_NAME.fullmatch(stem)
+            ):
                 # <project>/<session id>.jsonl seen first: most files of a history.
                 src = sessions[stem] = SessionSource(stem, path, project=parts[0], key=stem)
                 if st is not None:

@@ -88,22 +88,38 @@ def open_file(path: Path, size: int | None) -> Opened:
         return _sniffed_stream(path.open("rb"), source)
     raw = path.open("rb", buffering=0)
     try:
-        data = raw.read(size + 1)
+        data = _read_up_to(raw, size + 1)
         if len(data) > size:
             raw.seek(0)
             return _sniffed_stream(io.BufferedReader(raw), source)
+        end, plain, v2 = scan_head(data, SNIFF_LINES)
+        block = data[:end]
+        fmt = CLAUDE_CODE if plain and _transcript_first(block) else None
+        try:
+            if fmt is None:  # anything unusual is looked at line by line, as a stream is
+                fmt = detect_format(_lines_of(block), source)
+            return Opened(raw, fmt, None, [], data, block, v2)
+        except NotALogError as exc:
+            return Opened(raw, None, exc, [], data, block, v2)
     except BaseException:
         raw.close()
         raise
-    end, plain, v2 = scan_head(data, SNIFF_LINES)
-    block = data[:end]
-    fmt = CLAUDE_CODE if plain and _transcript_first(block) else None
-    try:
-        if fmt is None:  # anything unusual is looked at line by line, as a stream is
-            fmt = detect_format(_lines_of(block), source)
-        return Opened(raw, fmt, None, [], data, block, v2)
-    except NotALogError as exc:
-        return Opened(raw, None, exc, [], data, block, v2)
+
+
+def _read_up_to(raw: IO[bytes], limit: int) -> bytes:
+    """Up to ``limit`` bytes of an unbuffered file: one read in the usual case (a file of
+    the size the walk saw, one byte less than ``limit``). One that comes back shorter (the
+    file shrank, a filesystem that answers in pieces, a disk error part-way, which the
+    next read then raises) is followed by more, as a buffered reader's would be."""
+    data = raw.read(limit)
+    if len(data) >= limit - 1:
+        return data
+    parts = [data]
+    got = len(data)
+    while got < limit and (more := raw.read(limit - got)):
+        parts.append(more)
+        got += len(more)
+    return b"".join(parts)
 
 
 def _sniffed_stream(fp: IO[bytes], source: str) -> Opened:
