@@ -185,31 +185,35 @@ def jsonl_files(root: Path, on_error: OnError | None = None) -> list[Path]:
     """Every regular ``*.jsonl`` file below ``root``, sorted; a folder that cannot be
     listed is reported to ``on_error`` (``Path.rglob`` passes it over without a word).
     Links to folders are not followed, so a tree with a loop ends."""
-    return [Path(full) for full, _, _ in _walk_jsonl(os.fspath(root), on_error)]
+    return [path for path, _, _ in _walk_jsonl(root, on_error)]
 
 
 def _walk_jsonl(
-    root: str, on_error: OnError | None, *, stat: bool = False
-) -> list[tuple[str, str, FileStat | None]]:
-    """(path, path relative to ``root``, (size, mtime) when ``stat``) of every ``*.jsonl``
-    file below ``root``, in ``Path`` order (part by part), as strings: a tree of 10,000
-    sessions would spend more on building and comparing paths than on listing its
-    folders. A file whose stat fails (it vanished since the listing) gets ``None``."""
-    found: list[tuple[str, str, FileStat | None]] = []
+    root: Path, on_error: OnError | None, *, stat: bool = False
+) -> list[tuple[Path, str, FileStat | None]]:
+    """(path, path relative to ``root`` as text, (size, mtime) when ``stat``) of every
+    ``*.jsonl`` file below ``root``, in ``Path`` order (part by part). A file whose stat
+    fails (it vanished since the listing) gets ``None``.
+
+    A tree of 10,000 sessions would spend more on paths than on listing its folders:
+    relative paths are compared as text, and each path is its folder's joined with its
+    name (on Python 3.11 half the cost of a path parsed from its whole text)."""
+    found: list[tuple[Path, str, FileStat | None]] = []
     todo = [(root, "")]
     while todo:
         folder, rel = todo.pop()
         try:
             with os.scandir(folder) as entries:
                 for entry in entries:
+                    name = entry.name
                     if entry.is_dir(follow_symlinks=False):
-                        todo.append((entry.path, rel + entry.name + "/"))
-                    elif entry.name.endswith(".jsonl") and entry.is_file():
-                        found.append((entry.path, rel + entry.name, _entry_stat(entry, stat)))
+                        todo.append((folder / name, rel + name + "/"))
+                    elif name.endswith(".jsonl") and entry.is_file():
+                        found.append((folder / name, rel + name, _entry_stat(entry, stat)))
         except OSError as exc:
             if on_error is not None:
                 reason = f"cannot read folder ({exc.strerror or exc})"
-                on_error(LineIssue(folder, 0, reason))
+                on_error(LineIssue(str(folder), 0, reason))
     # Part by part, as Path sorts: the text with each "/" as a NUL (lower than any
     # character a name can hold) sorts the same, without a list of parts per file.
     found.sort(key=lambda row: row[1].replace("/", "\0"))
@@ -291,10 +295,9 @@ class Discovery:
         prefix = real_root if real_root.endswith("/") else real_root + "/"
         root_name = root.name
         sessions = self.sessions
-        for full, rel, st in _walk_jsonl(os.fspath(root), self.on_error, stat=True):
+        for path, rel, st in _walk_jsonl(root, self.on_error, stat=True):
             if not self._new(prefix + rel):
                 continue
-            path = Path(full)
             parts = rel.split("/")
             stem = parts[-1][:-6]
             if (
