@@ -93,6 +93,8 @@ class MissEvidence:
 
 @dataclass(slots=True, frozen=True)
 class Diagnosis:
+    """Why one request missed (or was rebuilt): its causes and what says so."""
+
     causes: tuple[Cause, ...]
     source: str
     """``server`` when the API said why, ``capture`` when joined request bodies did,

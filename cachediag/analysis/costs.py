@@ -89,6 +89,8 @@ callers ask per request."""
 
 @dataclass(slots=True)  # not frozen: cachediag.analysis says why
 class EntryCost:
+    """What one request cost, and what its miss paid beyond a hit."""
+
     cost_usd: float | None
     """``None``: the request's model has no price (never counted as $0)."""
     miss_cost_usd: float | None
@@ -99,6 +101,8 @@ class EntryCost:
 
 @dataclass(slots=True)
 class CostTotals:
+    """Costs summed over requests; unpriced ones are counted, never priced at $0."""
+
     cost_usd: float = 0.0
     miss_cost_usd: float = 0.0
     """What misses and announced rebuilds paid beyond hits."""

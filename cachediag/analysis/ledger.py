@@ -52,6 +52,8 @@ class Outcome(StrEnum):
 
 @dataclass(slots=True)  # not frozen: cachediag.analysis says why
 class LedgerEntry:
+    """One request in the ledger: its record, outcome and what a miss re-processed."""
+
     index: int
     record: RequestRecord
     outcome: Outcome

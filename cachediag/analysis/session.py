@@ -12,6 +12,8 @@ from cachediag.model import MAIN_STREAM, SessionLog, StreamKind, StreamLog
 
 @dataclass(slots=True)  # not frozen: cachediag.analysis says why
 class StreamAnalysis:
+    """One stream analysed: its ledger, its entries and its cache state."""
+
     log: StreamLog
     ledger: Ledger
     entries: list[LedgerEntry]
@@ -20,6 +22,8 @@ class StreamAnalysis:
 
 @dataclass(slots=True)  # not frozen: cachediag.analysis says why
 class SessionAnalysis:
+    """One session analysed: the main conversation and every other stream."""
+
     log: SessionLog
     main: StreamAnalysis
     others: list[StreamAnalysis]

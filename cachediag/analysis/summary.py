@@ -10,6 +10,8 @@ from cachediag.model import TTL_SECONDS
 
 @dataclass(slots=True)  # not frozen: cachediag.analysis says why
 class LastMissCause:
+    """``prompt_cache.last_miss_cause``: the last miss's causes and their details."""
+
     causes: tuple[str, ...]
     tools_added: int | None = None
     tools_removed: int | None = None
@@ -18,6 +20,8 @@ class LastMissCause:
 
 @dataclass(slots=True)  # not frozen: cachediag.analysis says why
 class PromptCache:
+    """A stream's cache state: the ``prompt_cache`` object (prompt-cache.md §3)."""
+
     warm: bool
     caching_observed: bool
     ttl: str

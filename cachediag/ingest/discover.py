@@ -28,6 +28,8 @@ FileStat = tuple[int, float]
 
 @dataclass(slots=True)
 class AgentFile:
+    """A subagent's (or compaction's) transcript file and the stream it holds."""
+
     path: Path
     stream_id: str
     kind: StreamKind
