@@ -480,6 +480,13 @@ def print_table(tools: list[Tool], size_bytes: int) -> None:
             f"ratio {ours.name}/{other.name}: wall time {time_ratio:.2f}x, "
             f"CPU time {cpu_ratio:.2f}x, peak memory {mem_ratio:.2f}x"
         )
+        # Run i of one tool against run i of the other, which ran next to it: steadier
+        # than the ratio of medians when the machine's (or a tool's) speed drifts.
+        pairs = [a / b for a, b in zip(ours.wall_s, other.wall_s, strict=True)]
+        print(
+            f"  wall time ratio pair by pair: median {statistics.median(pairs):.2f}x "
+            f"(min {min(pairs):.2f}, max {max(pairs):.2f})"
+        )
 
 
 def cachediag_env() -> dict[str, str]:

@@ -29,7 +29,6 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -160,11 +159,6 @@ def bench_size(
     print(
         f"whole process tree, peak of summed RSS (median of 3): {summed}; "
         f"ratio {trees['cachediag'] / trees['ccusage']:.2f}x"
-    )
-    ratios = [a / b for a, b in zip(tools[0].wall_s, tools[1].wall_s, strict=True)]
-    print(
-        f"wall time ratio pair by pair: median {statistics.median(ratios):.2f}x "
-        f"(min {min(ratios):.2f}, max {max(ratios):.2f})"
     )
     session = subprocess.run(
         [*ccusage, "claude", "session", "--json", "--offline"],
