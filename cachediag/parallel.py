@@ -37,9 +37,7 @@ def total_bytes(sources: Iterable[SessionSource]) -> int:
     """The size of every file of ``sources`` (a file that cannot be reached counts 0)."""
     total = 0
     for src in sources:
-        main = src.main
-        lone = main is not None and not src.copies and not src.agents  # most sessions
-        for path in [main] if main is not None and lone else src.paths:
+        for path in src.paths:
             st = src.stat(path)
             if st is not None:
                 total += st[0]

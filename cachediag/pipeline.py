@@ -85,7 +85,7 @@ def analyze_source(
         if enrich is not None:
             log = enrich(log)
         unreadable = log.unreadable
-        if unreadable and len(unreadable) == len(src.paths):
+        if len(unreadable) == len(src.paths):
             results.append(SourceResult(None, log.issues, unreadable=unreadable))
         elif log.main_unreadable and not any(s.items for s in log.streams.values()):
             results.append(SourceResult(None, log.issues, passed_over=True, unreadable=unreadable))
@@ -119,9 +119,6 @@ def analyze_group(
 def _mtime(src: SessionSource) -> float:
     """When the session was first written: the oldest of its copies (a copy made later
     by ``cp`` is newer than the session it holds)."""
-    if src.main is not None and not src.copies:  # most sessions
-        st = src.stat(src.main)
-        return 0.0 if st is None else st[1]
     times = []
     for path in src.mains or [a.path for a in src.agents[:1]]:
         st = src.stat(path)
@@ -161,8 +158,6 @@ def _folders(src: SessionSource) -> list[str]:
     """The project folders holding a file of ``src``, as ``str`` of their ``Path``: a
     tree of 10,000 sessions spent more on building and hashing parent paths than on
     grouping them."""
-    if src.main is not None and not src.copies and not src.agents:
-        return [_parent(src.main)]  # most sessions: one file
     found = [_parent(p) for p in src.mains]
     for agent in src.agents:
         parts = agent.path.parts
@@ -172,7 +167,9 @@ def _folders(src: SessionSource) -> list[str]:
             found.append(str(Path(*parts[: idx - 1])))
         else:
             found.append(_parent(agent.path))
-    return list(dict.fromkeys(found)) or [str(Path(src.key))]
+    if len(found) > 1:
+        return list(dict.fromkeys(found))
+    return found or [str(Path(src.key))]
 
 
 def _parent(path: Path) -> str:

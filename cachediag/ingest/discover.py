@@ -65,10 +65,15 @@ class SessionSource:
 
     @property
     def mains(self) -> list[Path]:
-        return ([self.main] if self.main is not None else []) + self.copies
+        main = self.main
+        if not self.copies:  # most sessions: built for every one of them, several times
+            return [] if main is None else [main]
+        return ([] if main is None else [main]) + self.copies
 
     @property
     def paths(self) -> list[Path]:
+        if not self.agents:
+            return self.mains
         return [*self.mains, *(a.path for a in self.agents)]
 
     def stat(self, path: Path) -> FileStat | None:
@@ -308,12 +313,10 @@ class Discovery:
                 and stem not in sessions
                 and _SESSION_NAME.fullmatch(stem)
             ):
-                # <project>/<session id>.jsonl seen first: most files of a history.
+                # <project>/<session id>.jsonl seen first, most files of a history: what
+                # add_main makes of it, without working its name out again.
                 src = sessions[stem] = SessionSource(stem, path, project=parts[0], key=stem)
-                if st is not None:
-                    src.stats[str(path)] = st
-                continue
-            if "subagents" in parts[:-1]:
+            elif "subagents" in parts[:-1]:
                 # <project>/<session>/subagents/[workflows/...]/agent-<id>.jsonl
                 idx = len(parts) - 1 - parts[::-1].index("subagents")
                 session_dir = root.joinpath(*parts[:idx])
