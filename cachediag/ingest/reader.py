@@ -187,6 +187,18 @@ def _read_transcript_session(
         session.main_unreadable = not readable
         # A main file that could not be read at all: its conversation is not known.
         session.main_present = len(session.unreadable) < len(mains)
+    if src.agents:
+        grown |= _read_agents(src, session, claimed)
+    for stream_id in grown:
+        # A copy held responses the first did not (two diverging backups): time order.
+        session.streams[stream_id].items.sort(key=lambda item: item.at)
+    return session
+
+
+def _read_agents(src: SessionSource, session: SessionLog, claimed: Claims | None) -> set[str]:
+    """Feed the session's agent files, a stream each (its copies to one reader); returns
+    the streams a later copy added to."""
+    grown: set[str] = set()
     agents: dict[str, list[AgentFile]] = {}
     for agent in src.agents:
         agents.setdefault(agent.stream_id, []).append(agent)
@@ -201,10 +213,7 @@ def _read_transcript_session(
         grown |= _feed_copies(reader, src, paths, session, strict=False)[1]
         if len(session.unreadable) - unreadable == len(files):
             del session.streams[stream_id]  # no file of it could be read: not a stream
-    for stream_id in grown:
-        # A copy held responses the first did not (two diverging backups): time order.
-        session.streams[stream_id].items.sort(key=lambda item: item.at)
-    return session
+    return grown
 
 
 def read_stdin(stream: IO[bytes], source: str = "-") -> list[SessionLog]:
