@@ -1,5 +1,6 @@
 """The compiled line scanner (``_scan.c``) and transcript line picker (``_fields.c``),
-when they were built and are not switched off.
+when they were built and are not switched off (``compiled_module``, which the JSON
+encoder of ``report.serialize`` is loaded by too).
 
 ``CACHEDIAG_PURE_PYTHON=1`` (any value but empty or ``0``) forces their Python twins: for
 tests that hold the two to the same answers, and to rule the extension out when a result
@@ -28,16 +29,22 @@ API = 2
 install does not rebuild when ``_scan.c`` changes) is not used."""
 
 
-def load_scanner() -> tuple[ScanChunk, WantedLines, ScanHead] | None:
+def compiled_module(name: str, api: int) -> Any:
+    """The compiled extension ``cachediag.<name>`` when it was built, from the source
+    this code was written for (its ``API`` is ``api``), and is not switched off; else
+    ``None``. ``__import__``, not importlib: nothing more is loaded for it."""
     if os.environ.get("CACHEDIAG_PURE_PYTHON", "") not in ("", "0"):
         return None
     try:
-        from cachediag.ingest import _scan
+        module = __import__(f"cachediag.{name}", fromlist=["API"])
     except ImportError:  # built without a compiler (setup.py marks it optional)
         return None
-    if getattr(_scan, "API", None) != API:
-        return None
-    return _scan.scan_chunk, _scan.wanted_lines, _scan.scan_head
+    return module if getattr(module, "API", None) == api else None
+
+
+def load_scanner() -> tuple[ScanChunk, WantedLines, ScanHead] | None:
+    scan = compiled_module("ingest._scan", API)
+    return None if scan is None else (scan.scan_chunk, scan.wanted_lines, scan.scan_head)
 
 
 SCANNER = load_scanner()
@@ -48,15 +55,8 @@ FIELDS_API = 1
 
 def load_picker() -> Pick | None:
     """The compiled transcript line picker (``ingest.fields``), under the same switch."""
-    if os.environ.get("CACHEDIAG_PURE_PYTHON", "") not in ("", "0"):
-        return None
-    try:
-        from cachediag.ingest import _fields
-    except ImportError:
-        return None
-    if getattr(_fields, "API", None) != FIELDS_API:
-        return None
-    return _fields.pick
+    fields = compiled_module("ingest._fields", FIELDS_API)
+    return None if fields is None else fields.pick
 
 
 PICKER = load_picker()

@@ -8,7 +8,6 @@ pydantic models that document and validate exactly these shapes.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +21,7 @@ from cachediag.analysis.costs import (
 )
 from cachediag.analysis.ledger import LedgerEntry, Outcome
 from cachediag.analysis.summary import PromptCache
+from cachediag.ingest.native import compiled_module
 
 if TYPE_CHECKING:  # annotations only: the status line imports this module on its own
     from cachediag.analysis.session import SessionAnalysis, StreamAnalysis
@@ -29,13 +29,8 @@ if TYPE_CHECKING:  # annotations only: the status line imports this module on it
 
 def _native_dumps() -> Callable[[object], str] | None:
     """The compiled encoder (``_json.c``), unless not built or ``CACHEDIAG_PURE_PYTHON``."""
-    if os.environ.get("CACHEDIAG_PURE_PYTHON", "") not in ("", "0"):
-        return None
-    try:
-        from cachediag.report import _json
-    except ImportError:  # built without a compiler (setup.py marks it optional)
-        return None
-    return _json.dumps if getattr(_json, "API", None) == 1 else None
+    encoder = compiled_module("report._json", 1)
+    return None if encoder is None else encoder.dumps
 
 
 _DUMPS = _native_dumps()
