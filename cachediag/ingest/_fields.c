@@ -347,6 +347,39 @@ typedef struct {
 
 static int skip_value(Cur *c, Value *v);
 
+/* A member's key, the colon and the spaces around them: the value comes next. */
+static int
+member_key(Cur *c, Span *key)
+{
+    if (c->p >= c->end || *c->p != '"' || scan_string(c, key) < 0)
+        return FAIL;
+    skip_ws(c);
+    if (c->p >= c->end || *c->p != ':')
+        return FAIL;
+    c->p++;
+    skip_ws(c);
+    return 0;
+}
+
+/* After an item of a container: 1 when a comma says another follows, 0 when ``close``
+ * ends the container (stepped past), FAIL for anything else. */
+static int
+next_item(Cur *c, unsigned char close)
+{
+    skip_ws(c);
+    if (c->p >= c->end)
+        return FAIL;
+    if (*c->p == ',') {
+        c->p++;
+        skip_ws(c);
+        return 1;
+    }
+    if (*c->p != close)
+        return FAIL;
+    c->p++;
+    return 0;
+}
+
 static int
 skip_container(Cur *c, unsigned char close, Value *v)
 {
@@ -358,32 +391,16 @@ skip_container(Cur *c, unsigned char close, Value *v)
     if (c->p < c->end && *c->p == close) {
         c->p++;
     } else {
-        for (;;) {
-            if (close == '}') {
-                Span key;
-                if (c->p >= c->end || *c->p != '"' || scan_string(c, &key) < 0)
-                    return FAIL;
-                skip_ws(c);
-                if (c->p >= c->end || *c->p != ':')
-                    return FAIL;
-                c->p++;
-                skip_ws(c);
-            }
+        int more = 1;
+        while (more) {
+            Span key;
+            if (close == '}' && member_key(c, &key) < 0)
+                return FAIL;
             if (skip_value(c, NULL) < 0)
                 return FAIL;
             count++;
-            skip_ws(c);
-            if (c->p >= c->end)
+            if ((more = next_item(c, close)) < 0)
                 return FAIL;
-            if (*c->p == ',') {
-                c->p++;
-                skip_ws(c);
-                continue;
-            }
-            if (*c->p != close)
-                return FAIL;
-            c->p++;
-            break;
         }
     }
     c->depth--;
@@ -447,31 +464,16 @@ walk_object(Cur *c, Member member, void *out)
         c->depth--;
         return 0;
     }
-    for (;;) {
+    int more = 1;
+    while (more) {
         Span key;
-        if (c->p >= c->end || *c->p != '"' || scan_string(c, &key) < 0 || key.escaped)
+        if (member_key(c, &key) < 0 || key.escaped || member(c, &key, out) < 0)
             return FAIL;
-        skip_ws(c);
-        if (c->p >= c->end || *c->p != ':')
+        if ((more = next_item(c, '}')) < 0)
             return FAIL;
-        c->p++;
-        skip_ws(c);
-        if (member(c, &key, out) < 0)
-            return FAIL;
-        skip_ws(c);
-        if (c->p >= c->end)
-            return FAIL;
-        if (*c->p == ',') {
-            c->p++;
-            skip_ws(c);
-            continue;
-        }
-        if (*c->p != '}')
-            return FAIL;
-        c->p++;
-        c->depth--;
-        return 0;
     }
+    c->depth--;
+    return 0;
 }
 
 #define IS(key, name) ((key)->len == (Py_ssize_t)sizeof(name) - 1 && \
