@@ -1,5 +1,6 @@
 """The one part of the build pyproject.toml cannot declare: the optional C extensions,
-the line scanner, the transcript line picker and the JSON line encoder.
+the line scanner, the transcript line picker, the JSON line encoder and (POSIX only: it
+uses dirent.h) the folder walk.
 
 ``optional=True``: where no compiler is available the install still succeeds and
 cachediag falls back to its pure-Python twins (same results, slower on large trees).
@@ -13,8 +14,18 @@ from setuptools import Extension, setup
 # build instead (and fall back to Python) wherever the compiler understands the flag.
 STRICT = [] if sys.platform == "win32" else ["-Werror=implicit-function-declaration"]
 
+WALK = [
+    Extension(
+        "cachediag.ingest._walk",
+        sources=["cachediag/ingest/_walk.c"],
+        extra_compile_args=STRICT,
+        optional=True,
+    )
+]
+
 setup(
     ext_modules=[
+        *([] if sys.platform == "win32" else WALK),
         Extension(
             "cachediag.ingest._scan",
             sources=["cachediag/ingest/_scan.c"],

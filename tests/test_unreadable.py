@@ -19,6 +19,7 @@ from click.testing import CliRunner, Result
 
 import cachediag.pipeline
 from cachediag.cli import main
+from cachediag.ingest import walk
 from cachediag.ingest.discover import SessionSource
 from tests.conftest import REAL, RULES
 
@@ -118,6 +119,9 @@ def test_a_folder_that_cannot_be_listed_is_named(
         return real(path)
 
     monkeypatch.setattr(os, "scandir", scandir)
+    # The failure is simulated in Python: the Python walk sees it (tests/test_walk.py
+    # holds the compiled walk to the same answers, a folder it cannot list included).
+    monkeypatch.setattr(walk, "list_tree", walk.py_list_tree)
     result = invoke("analyze", "--json", "--now", "0", str(root))
     assert result.exit_code == 0, result.stderr
     assert f"{locked}: cannot read folder (Permission denied)" in result.stderr

@@ -9,21 +9,17 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from cachediag.errors import InputError
 from cachediag.ingest.lines import BadLine, parse_line
 from cachediag.ingest.transcript import agent_kind
+from cachediag.ingest.walk import FileStat, OnError, jsonl_files, walk_jsonl
 from cachediag.model import LineIssue, StreamKind
 
 _SESSION_NAME = re.compile(r"[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
 """How Claude Code names a session's file: its session id."""
-
-
-FileStat = tuple[int, float]
-"""A file's ``st_size`` and ``st_mtime``."""
 
 
 @dataclass(slots=True)
@@ -185,58 +181,6 @@ def _session_dir_key(folder: Path) -> tuple[str, str]:
     return folder.name, folder.name
 
 
-OnError = Callable[[LineIssue], None]
-
-
-def jsonl_files(root: Path, on_error: OnError | None = None) -> list[Path]:
-    """Every regular ``*.jsonl`` file below ``root``, sorted; a folder that cannot be
-    listed is reported to ``on_error`` (``Path.rglob`` passes it over without a word).
-    Links to folders are not followed, so a tree with a loop ends."""
-    return [path for path, _, _ in _walk_jsonl(root, on_error)]
-
-
-def _walk_jsonl(
-    root: Path, on_error: OnError | None, *, stat: bool = False
-) -> list[tuple[Path, str, FileStat | None]]:
-    """(path, path relative to ``root`` as text, (size, mtime) when ``stat``) of every
-    ``*.jsonl`` file below ``root``, in ``Path`` order (part by part). A file whose stat
-    fails (it vanished since the listing) gets ``None``.
-
-    A tree of 10,000 sessions would spend more on paths than on listing its folders:
-    relative paths are compared as text, and each path is its folder's joined with its
-    name (on Python 3.11 half the cost of a path parsed from its whole text)."""
-    found: list[tuple[Path, str, FileStat | None]] = []
-    todo = [(root, "")]
-    while todo:
-        folder, rel = todo.pop()
-        try:
-            with os.scandir(folder) as entries:
-                for entry in entries:
-                    name = entry.name
-                    if entry.is_dir(follow_symlinks=False):
-                        todo.append((folder / name, rel + name + "/"))
-                    elif name.endswith(".jsonl") and entry.is_file():
-                        found.append((folder / name, rel + name, _entry_stat(entry, stat)))
-        except OSError as exc:
-            if on_error is not None:
-                reason = f"cannot read folder ({exc.strerror or exc})"
-                on_error(LineIssue(str(folder), 0, reason))
-    # Part by part, as Path sorts: the text with each "/" as a NUL (lower than any
-    # character a name can hold) sorts the same, without a list of parts per file.
-    found.sort(key=lambda row: row[1].replace("/", "\0"))
-    return found
-
-
-def _entry_stat(entry: os.DirEntry[str], wanted: bool) -> FileStat | None:
-    if not wanted:
-        return None
-    try:
-        st = entry.stat()  # follows a link, as Path.stat does
-    except OSError:
-        return None
-    return st.st_size, st.st_mtime
-
-
 @dataclass(slots=True)
 class Discovery:
     """Sessions found so far, merged by session across every path of a run."""
@@ -302,7 +246,7 @@ class Discovery:
         prefix = real_root if real_root.endswith("/") else real_root + "/"
         root_name = root.name
         sessions = self.sessions
-        for path, rel, st in _walk_jsonl(root, self.on_error, stat=True):
+        for path, rel, st in walk_jsonl(root, self.on_error):
             if not self._new(prefix + rel):
                 continue
             parts = rel.split("/")
