@@ -69,6 +69,23 @@ def test_native_matches_json_dumps(obj: Any) -> None:
 @pytest.mark.parametrize(
     "obj",
     [
+        [0, -1, 9, 10, -10, 2**63 - 1, -(2**63), 2**63, -(2**63) - 1, 10**18, -(10**19)],
+        [Level.HIGH, True, False, 1.0, -0.0, 0.1, 1e16, 1e22, 1.5e-7, 2.0**-1074, 1.7e308],
+        ["", {"": ""}, "ascii"],
+        ["ascii", {"clé": "é"}, "ascii again"],
+        {"é": 1},
+    ],
+    ids=["int-edges", "int-subclass-and-floats", "empty-strings", "non-ascii-late", "non-ascii"],
+)
+def test_numbers_and_text_at_their_edges(obj: Any) -> None:
+    """Whole ints and floats are written without a repr object, a line of ASCII text is
+    copied without decoding: each at the edges where that could differ."""
+    assert _json.dumps(obj) == _reference(obj)
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
         {1: "int key"},
         {"set": {1, 2}},
         "\ud800 lone surrogate",

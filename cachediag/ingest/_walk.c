@@ -99,12 +99,16 @@ list_folder(const char *path, Py_ssize_t index, PyObject *dirs, PyObject *files,
             if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
                 continue; /* gone since the listing: neither a folder nor a file */
             have_lstat = 1;
-            type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISLNK(st.st_mode) ? DT_LNK
-                   : S_ISREG(st.st_mode)                               ? DT_REG
-                                                                       : DT_UNKNOWN;
+            if (S_ISDIR(st.st_mode))
+                type = DT_DIR;
+            else if (S_ISLNK(st.st_mode))
+                type = DT_LNK;
+            else if (S_ISREG(st.st_mode))
+                type = DT_REG;
         }
         if (type == DT_DIR) {
-            PyObject *row = Py_BuildValue("(nN)", index, PyUnicode_DecodeFSDefaultAndSize(name, (Py_ssize_t)len));
+            PyObject *text = PyUnicode_DecodeFSDefaultAndSize(name, (Py_ssize_t)len);
+            PyObject *row = text == NULL ? NULL : Py_BuildValue("(nN)", index, text);
             if (append_new(dirs, row) < 0) {
                 rc = -1;
                 break;
@@ -130,7 +134,13 @@ list_folder(const char *path, Py_ssize_t index, PyObject *dirs, PyObject *files,
             rc = -1;
             break;
         }
-        PyObject *row = Py_BuildValue("(nNN)", index, PyUnicode_DecodeFSDefaultAndSize(name, (Py_ssize_t)len), pair);
+        PyObject *text = PyUnicode_DecodeFSDefaultAndSize(name, (Py_ssize_t)len);
+        if (text == NULL) {
+            Py_DECREF(pair);
+            rc = -1;
+            break;
+        }
+        PyObject *row = Py_BuildValue("(nNN)", index, text, pair);
         if (append_new(files, row) < 0) {
             rc = -1;
             break;
@@ -170,14 +180,15 @@ list_tree(PyObject *self, PyObject *args)
             PyObject *name = PyUnicode_EncodeFSDefault(PyTuple_GET_ITEM(row, 1));
             if (name == NULL)
                 goto done;
-            PyObject *joined = PyBytes_FromFormat("%s/%s", PyBytes_AS_STRING(PyList_GET_ITEM(paths, parent)),
-                                                  PyBytes_AS_STRING(name));
+            const char *above = PyBytes_AS_STRING(PyList_GET_ITEM(paths, parent));
+            PyObject *joined = PyBytes_FromFormat("%s/%s", above, PyBytes_AS_STRING(name));
             Py_DECREF(name);
             if (append_new(paths, joined) < 0)
                 goto done;
         }
         int failed = 0;
-        if (list_folder(PyBytes_AS_STRING(PyList_GET_ITEM(paths, index)), index, dirs, files, &failed) < 0)
+        const char *path = PyBytes_AS_STRING(PyList_GET_ITEM(paths, index));
+        if (list_folder(path, index, dirs, files, &failed) < 0)
             goto done;
         if (failed && append_new(errors, Py_BuildValue("(ni)", index, failed)) < 0)
             goto done;

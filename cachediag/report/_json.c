@@ -4,9 +4,11 @@
  * the standard library's encoder (its per-call set-up, its list of chunks) is a tenth of
  * the run. This writes the same bytes in one pass into one buffer, for the types the
  * serializer builds: dicts with str keys, lists, tuples, str (and str subclasses such as
- * StrEnum), int (not bool), float, bool and None (containers of exactly those types). Anything else (another type, a key that
- * is not a str, a lone surrogate, nesting past 64 levels) raises TypeError and the caller
- * uses json.dumps, so the answer never depends on this file.
+ * StrEnum), int (not bool), float, bool and None (containers of exactly those types).
+ * Anything else (another type, a key that is not a str, a lone surrogate, nesting past 64
+ * levels) raises TypeError and the caller uses json.dumps, so the answer never depends on
+ * this file. Numbers are written without making a str of each, and a line that is all
+ * ASCII (most are) is copied into its str, not decoded.
  * tests/test_json_native.py holds the two to identical output.
  *
  * Plain C and the Python C API; setup.py marks the extension optional.
@@ -21,6 +23,7 @@
 typedef struct {
     char *data;
     Py_ssize_t len, cap;
+    int ascii; /* every string put so far was ASCII: the result needs no UTF-8 decoding */
 } Out;
 
 static int
@@ -71,6 +74,8 @@ put_string(Out *out, PyObject *s)
     }
     if (reserve(out, n + 2) < 0)
         return -1;
+    if (!PyUnicode_IS_ASCII(s))
+        out->ascii = 0;
     out->data[out->len++] = '"';
     Py_ssize_t run = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -116,6 +121,44 @@ put_repr(Out *out, PyObject *text)
     const char *s = PyUnicode_AsUTF8AndSize(text, &n);
     int failed = s == NULL ? -1 : put(out, s, n);
     Py_DECREF(text);
+    return failed;
+}
+
+/* An int as int.__repr__ writes it: decimal digits, a minus sign if negative. Those
+ * past a long long (rare: token counts are far smaller) go through the repr itself. */
+static int
+put_int(Out *out, PyObject *obj)
+{
+    int overflow = 0;
+    long long value = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (overflow)
+        return put_repr(out, PyLong_Type.tp_repr(obj));
+    if (value == -1 && PyErr_Occurred())
+        return -1;
+    char digits[24];
+    char *end = digits + sizeof digits, *at = end;
+    /* The magnitude as unsigned: -LLONG_MIN does not fit a long long. */
+    unsigned long long rest =
+        value < 0 ? 0ULL - (unsigned long long)value : (unsigned long long)value;
+    do {
+        *--at = (char)('0' + rest % 10);
+        rest /= 10;
+    } while (rest);
+    if (value < 0)
+        *--at = '-';
+    return put(out, at, end - at);
+}
+
+/* A finite float as float.__repr__ writes it (floatobject.c: the shortest repr that
+ * reads back the same, ".0" added to a whole number), without making it a str first. */
+static int
+put_float(Out *out, double x)
+{
+    char *text = PyOS_double_to_string(x, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
+    if (text == NULL)
+        return -1;
+    int failed = put(out, text, (Py_ssize_t)strlen(text));
+    PyMem_Free(text);
     return failed;
 }
 
@@ -180,14 +223,14 @@ put_value(Out *out, PyObject *obj, int depth)
     if (PyUnicode_Check(obj))
         return put_string(out, obj);
     if (PyLong_Check(obj))
-        return put_repr(out, PyLong_Type.tp_repr(obj));
+        return put_int(out, obj);
     if (PyFloat_Check(obj)) {
         double x = PyFloat_AS_DOUBLE(obj);
         if (Py_IS_NAN(x))
             return put(out, "NaN", 3);
         if (Py_IS_INFINITY(x))
             return x > 0 ? put(out, "Infinity", 8) : put(out, "-Infinity", 9);
-        return put_repr(out, PyFloat_Type.tp_repr(obj));
+        return put_float(out, x);
     }
     /* Exact types only: json.dumps reads a subclass through its own methods. */
     if (PyList_CheckExact(obj) || PyTuple_CheckExact(obj))
@@ -206,10 +249,17 @@ static PyObject *
 dumps(PyObject *self, PyObject *obj)
 {
     (void)self;
-    Out out = {NULL, 0, 0};
+    Out out = {NULL, 0, 0, 1};
     PyObject *result = NULL;
-    if (put_value(&out, obj, 0) == 0)
-        result = PyUnicode_DecodeUTF8(out.data ? out.data : "", out.len, "strict");
+    if (put_value(&out, obj, 0) == 0) {
+        if (out.ascii) { /* most lines: copied, not decoded */
+            result = PyUnicode_New(out.len, 127);
+            if (result != NULL && out.len)
+                memcpy(PyUnicode_1BYTE_DATA(result), out.data, (size_t)out.len);
+        } else {
+            result = PyUnicode_DecodeUTF8(out.data ? out.data : "", out.len, "strict");
+        }
+    }
     PyMem_Free(out.data);
     return result;
 }
