@@ -35,9 +35,15 @@ from bench_analyze import add_install_option, installed  # noqa: E402  (one way 
 
 def write_capture(path: Path, target_bytes: int) -> int:
     cap = gen.Capture()
-    msgs: list[dict[str, Any]] = [{"role": "user", "content": [
-        {"type": "text", "text": "<system-reminder>context</system-reminder>"},
-        {"type": "text", "text": "Refactor the billing module."}]}]
+    msgs: list[dict[str, Any]] = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "<system-reminder>context</system-reminder>"},
+                {"type": "text", "text": "Refactor the billing module."},
+            ],
+        }
+    ]
     at, prev_total, size, k = gen.T0, 0, 0, 0
     filler = "x" * 1400
     with path.open("w") as out:
@@ -54,12 +60,28 @@ def write_capture(path: Path, target_bytes: int) -> int:
                 line = json.dumps(record) + "\n"
                 out.write(line)
                 size += len(line.encode())
-            msgs.append({"role": "assistant", "content": [
-                {"type": "text", "text": f"step {k} {filler}"},
-                {"type": "tool_use", "id": f"toolu_{k}", "name": "Bash",
-                 "input": {"arg": "make"}}]})
-            msgs.append({"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": f"toolu_{k}", "content": filler}]})
+            msgs.append(
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "text", "text": f"step {k} {filler}"},
+                        {
+                            "type": "tool_use",
+                            "id": f"toolu_{k}",
+                            "name": "Bash",
+                            "input": {"arg": "make"},
+                        },
+                    ],
+                }
+            )
+            msgs.append(
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": f"toolu_{k}", "content": filler}
+                    ],
+                }
+            )
             prev_total, at, k = total, at + 15.0, k + 1
     return k
 
@@ -88,7 +110,9 @@ def main() -> None:
     start = time.perf_counter()
     done = subprocess.run(
         [*command, "analyze", "--json", "--now", "0", str(path)],
-        env=env, capture_output=True, check=True,
+        env=env,
+        capture_output=True,
+        check=True,
     )
     cli_s = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -96,10 +120,14 @@ def main() -> None:
     misses = json.loads(done.stdout)["prompt_cache"]["misses"]
     print(f"capture: {mb:.1f} MB, {requests} main requests + {2 * requests} side calls")
     # Wall time moves with the machine's load; CPU time is what this code costs.
-    print(f"read_capture: wall {read_s:.2f} s = {mb / read_s:.1f} MB/s; "
-          f"cpu {read_cpu:.2f} s = {mb / read_cpu:.1f} MB/s")
-    print(f"analyze --json (subprocess): wall {cli_s:.2f} s = {mb / cli_s:.1f} MB/s; "
-          f"cpu {cli_cpu:.2f} s = {mb / cli_cpu:.1f} MB/s; misses {misses}")
+    print(
+        f"read_capture: wall {read_s:.2f} s = {mb / read_s:.1f} MB/s; "
+        f"cpu {read_cpu:.2f} s = {mb / read_cpu:.1f} MB/s"
+    )
+    print(
+        f"analyze --json (subprocess): wall {cli_s:.2f} s = {mb / cli_s:.1f} MB/s; "
+        f"cpu {cli_cpu:.2f} s = {mb / cli_cpu:.1f} MB/s; misses {misses}"
+    )
     if args.keep is None:
         path.unlink()
 
