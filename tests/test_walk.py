@@ -187,3 +187,25 @@ def test_a_link_loop_is_passed_over_and_its_folder_listed(tmp_path: Path) -> Non
     (tmp_path / "loop.jsonl").symlink_to(tmp_path / "loop.jsonl")
     (tmp_path / "ok.jsonl").write_text("")
     assert [name for _, name, _ in both(tmp_path)[1]] == ["ok.jsonl"]
+
+
+def test_an_entry_that_cannot_be_checked_is_reported_and_the_rest_listed(tmp_path: Path) -> None:
+    """A link whose target cannot be looked up for a reason other than its absence (here
+    a name longer than any file system takes) leaves its folder incomplete: the folder is
+    reported and its other files are listed. The old walk lost the whole folder."""
+    for folder in ("b", "a", "a/c"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "ok.jsonl").write_text("")
+        (tmp_path / folder / "odd.jsonl").symlink_to("x" * 300)
+    (tmp_path / "broken.jsonl").symlink_to(tmp_path / "nothing")
+    dirs, files, errors = both(tmp_path)
+    assert sorted(name for _, name, _ in files) == ["ok.jsonl"] * 3
+    assert sorted(dirs[index][1] for index, _ in errors) == ["a", "b", "c"]
+    assert {number for _, number in errors} == {errno.ENAMETOOLONG}
+    seen: list[LineIssue] = []
+    rows = walk_jsonl(tmp_path, seen.append)
+    assert [rel for _, rel, _ in rows] == ["a/c/ok.jsonl", "a/ok.jsonl", "b/ok.jsonl"]
+    # In the order the files come, whatever order the folders were listed in.
+    reason = f"cannot read folder ({os.strerror(errno.ENAMETOOLONG)})"
+    folders = [tmp_path / "a", tmp_path / "a" / "c", tmp_path / "b"]
+    assert seen == [LineIssue(str(folder), 0, reason) for folder in folders]

@@ -66,6 +66,15 @@ stat_pair(const struct stat *st, int ok)
     return pair;
 }
 
+/* Why an entry's stat can fail that means it is no file to read: gone since the listing,
+ * a link to nothing, a link loop. Any other failure (no permission, a name too long)
+ * leaves the folder's listing incomplete, which is reported (walk.py's _NOT_THERE). */
+static int
+not_there(int err)
+{
+    return err == ENOENT || err == ENOTDIR || err == ELOOP;
+}
+
 /* One folder's entries: subfolders to `dirs` (as (index of this folder, name)), *.jsonl
  * regular files to `files` (as (index, name, stat)); `failed` is the errno of a listing
  * that failed (0 if none). -1 on a Python error (memory), else 0. */
@@ -84,7 +93,7 @@ list_folder(const char *path, Py_ssize_t index, PyObject *dirs, PyObject *files,
         errno = 0;
         struct dirent *entry = readdir(dir);
         if (entry == NULL) {
-            if (errno)
+            if (errno && !*failed)
                 *failed = errno; /* the entries before the error stay listed */
             break;
         }
@@ -96,8 +105,11 @@ list_folder(const char *path, Py_ssize_t index, PyObject *dirs, PyObject *files,
         struct stat st;
         int have_lstat = 0;
         if (type == DT_UNKNOWN) { /* a filesystem that does not say: ask, not following */
-            if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-                continue; /* gone since the listing: neither a folder nor a file */
+            if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+                if (!not_there(errno) && !*failed)
+                    *failed = errno;
+                continue;
+            }
             have_lstat = 1;
             if (S_ISDIR(st.st_mode))
                 type = DT_DIR;
@@ -119,12 +131,17 @@ list_folder(const char *path, Py_ssize_t index, PyObject *dirs, PyObject *files,
             continue;
         PyObject *pair;
         if (type == DT_REG) {
-            /* Followed, as DirEntry.stat() does; a regular file that vanished is kept. */
+            /* As DirEntry.stat(); a regular file that vanished is kept, without one. */
             int ok = have_lstat || fstatat(fd, name, &st, 0) == 0;
             pair = stat_pair(&st, ok);
         } else if (type == DT_LNK) {
             /* DirEntry.is_file(): the link's target must be a regular file. */
-            if (fstatat(fd, name, &st, 0) != 0 || !S_ISREG(st.st_mode))
+            if (fstatat(fd, name, &st, 0) != 0) {
+                if (!not_there(errno) && !*failed)
+                    *failed = errno;
+                continue;
+            }
+            if (!S_ISREG(st.st_mode))
                 continue;
             pair = stat_pair(&st, 1);
         } else {
@@ -155,8 +172,9 @@ PyDoc_STRVAR(list_tree_doc,
 "Every folder below root, links not followed: dirs[0] is root as (-1, ''), each other\n"
 "one (index of its parent in dirs, name). files: every *.jsonl regular file (a link to\n"
 "one counts) as (index of its folder, name, (st_size, st_mtime) or None when its stat\n"
-"failed). errors: (index of a folder, errno) for each folder that could not be listed\n"
-"(or not to its end). Unsorted; as walk.py_list_tree gives them.");
+"failed). errors: (index of a folder, first errno) for each folder that could not be\n"
+"listed, or not wholly (an entry that could not be told a folder or a file, for a reason\n"
+"other than not being there, is left out). Unsorted; as walk.py_list_tree gives them.");
 
 static PyObject *
 list_tree(PyObject *self, PyObject *args)
@@ -191,6 +209,8 @@ list_tree(PyObject *self, PyObject *args)
         if (list_folder(path, index, dirs, files, &failed) < 0)
             goto done;
         if (failed && append_new(errors, Py_BuildValue("(ni)", index, failed)) < 0)
+            goto done;
+        if (PyErr_CheckSignals() < 0) /* Ctrl-C on a large tree: between two folders */
             goto done;
     }
     result = PyTuple_Pack(3, dirs, files, errors);

@@ -8,6 +8,7 @@ processes start. tests/test_walk.py holds the two to the same answers.
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -29,43 +30,46 @@ def py_list_tree(root: str) -> Tree:
     """Every folder below ``root`` (links to folders are not followed, so a tree with a
     loop ends) and every ``*.jsonl`` regular file in them (a link to one counts), folder
     by folder in the order they were found. ``dirs[0]`` is ``root`` itself, ``(-1, "")``.
-    A file whose stat fails (it vanished since the listing) has ``None``; a folder that
-    cannot be listed, or not to its end, is in ``errors`` with its errno."""
+
+    A file whose stat fails (it vanished since the listing) has ``None``. ``errors``
+    holds, with the first errno, each folder that could not be listed, or not wholly:
+    its listing failed part-way, or an entry could not be told a folder or a file for a
+    reason other than not being there (``_NOT_THERE``: a broken link, a link loop).
+    Such an entry is left out and the rest of its folder is listed."""
     dirs: list[tuple[int, str]] = [(-1, "")]
     paths = [root]
     files: list[tuple[int, str, FileStat | None]] = []
     errors: list[tuple[int, int]] = []
     index = 0
     while index < len(dirs):
+        failed = 0
         try:
             with os.scandir(paths[index]) as entries:
                 for entry in entries:
                     name = entry.name
-                    if _is_folder(entry):
-                        dirs.append((index, name))
-                        paths.append(f"{paths[index]}/{name}")
-                    elif name.endswith(".jsonl") and _is_file(entry):
-                        files.append((index, name, _stat_of(entry)))
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            dirs.append((index, name))
+                            paths.append(os.path.join(paths[index], name))
+                            continue
+                        if not (name.endswith(".jsonl") and entry.is_file()):
+                            continue
+                    except OSError as exc:
+                        if exc.errno not in _NOT_THERE:
+                            failed = failed or exc.errno or errno.EIO
+                        continue
+                    files.append((index, name, _stat_of(entry)))
         except OSError as exc:
-            errors.append((index, exc.errno or 0))
+            failed = failed or exc.errno or errno.EIO
+        if failed:
+            errors.append((index, failed))
         index += 1
     return dirs, files, errors
 
 
-def _is_folder(entry: os.DirEntry[str]) -> bool:
-    try:
-        return entry.is_dir(follow_symlinks=False)
-    except OSError:  # gone since the listing
-        return False
-
-
-def _is_file(entry: os.DirEntry[str]) -> bool:
-    """A regular file, or a link to one. A link that cannot be followed (a loop, no
-    permission) is none: it does not stop the rest of its folder from being listed."""
-    try:
-        return entry.is_file()
-    except OSError:
-        return False
+_NOT_THERE = frozenset((errno.ENOENT, errno.ENOTDIR, errno.ELOOP))
+"""Why an entry's stat can fail that means it is no file to read: gone since the
+listing, a link to nothing, a link loop (as ``_walk.c``'s ``not_there``)."""
 
 
 def _stat_of(entry: os.DirEntry[str]) -> FileStat | None:
@@ -98,8 +102,8 @@ def walk_jsonl(root: Path, on_error: OnError | None) -> list[tuple[Path, str, Fi
         folders.append(folders[parent] / name)
         rels.append(f"{rels[parent]}{name}/")
     if on_error is not None:
-        for index, number in errors:
-            reason = os.strerror(number) if number else "error"
+        for index, number in sorted(errors, key=lambda row: rels[row[0]].replace("/", "\0")):
+            reason = os.strerror(number)
             on_error(LineIssue(str(folders[index]), 0, f"cannot read folder ({reason})"))
     found = [(folders[index] / name, rels[index] + name, st) for index, name, st in files]
     # Part by part, as Path sorts: the text with each "/" as a NUL (lower than any
