@@ -209,3 +209,23 @@ def test_an_entry_that_cannot_be_checked_is_reported_and_the_rest_listed(tmp_pat
     reason = f"cannot read folder ({os.strerror(errno.ENAMETOOLONG)})"
     folders = [tmp_path / "a", tmp_path / "a" / "c", tmp_path / "b"]
     assert seen == [LineIssue(str(folder), 0, reason) for folder in folders]
+
+
+def test_a_path_longer_than_path_max_is_listed_with_its_stat(tmp_path: Path) -> None:
+    """Each entry is looked up from its open folder, by both walks: a file whose whole
+    path is longer than the system takes (4,096 bytes on Linux) still gets its stat."""
+    folder = tmp_path
+    while len(str(folder)) < 3800:
+        folder = folder / ("d" * 200)
+    folder.mkdir(parents=True)
+    name = "f" * 240 + ".jsonl"
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.close(os.open(name, os.O_CREAT | os.O_WRONLY, dir_fd=fd))
+        os.symlink(name, "g.jsonl", dir_fd=fd)
+    finally:
+        os.close(fd)
+    assert len(str(folder / name)) > 4096
+    _, files, errors = both(tmp_path)
+    assert sorted(n for _, n, _ in files) == sorted(["g.jsonl", name]) and not errors
+    assert all(st is not None and st[0] == 0 for _, _, st in files)

@@ -8,9 +8,10 @@ processes start. tests/test_walk.py holds the two to the same answers.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from cachediag.ingest.native import compiled_module
@@ -44,7 +45,7 @@ def py_list_tree(root: str) -> Tree:
     while index < len(dirs):
         failed = 0
         try:
-            with os.scandir(paths[index]) as entries:
+            with _listing(paths[index]) as entries:
                 for entry in entries:
                     name = entry.name
                     try:
@@ -65,6 +66,23 @@ def py_list_tree(root: str) -> Tree:
             errors.append((index, failed))
         index += 1
     return dirs, files, errors
+
+
+@contextlib.contextmanager
+def _listing(path: str) -> Iterator[Iterator[os.DirEntry[str]]]:
+    """``os.scandir(path)``; where it takes a folder's descriptor, through one, so that
+    each entry is looked up from its folder as ``_walk.c`` does (a name past ``PATH_MAX``
+    in all still gets its stat)."""
+    if os.scandir not in os.supports_fd:
+        with os.scandir(path) as entries:
+            yield entries
+        return
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_DIRECTORY", 0))
+    try:
+        with os.scandir(fd) as entries:
+            yield entries
+    finally:
+        os.close(fd)
 
 
 _NOT_THERE = frozenset((errno.ENOENT, errno.ENOTDIR, errno.ELOOP))
