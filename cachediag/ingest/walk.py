@@ -98,8 +98,12 @@ def _stat_of(entry: os.DirEntry[str]) -> FileStat | None:
     return st.st_size, st.st_mtime
 
 
+WALK_API = 1
+"""The ``_walk.API`` this code was written for (as ``native.API`` for the scanner)."""
+
+
 def _compiled() -> Callable[[str], Tree] | None:
-    walk = compiled_module("ingest._walk", 1)
+    walk = compiled_module("ingest._walk", WALK_API)
     return None if walk is None else walk.list_tree
 
 
@@ -120,14 +124,19 @@ def walk_jsonl(root: Path, on_error: OnError | None) -> list[tuple[Path, str, Fi
         folders.append(folders[parent] / name)
         rels.append(f"{rels[parent]}{name}/")
     if on_error is not None:
-        for index, number in sorted(errors, key=lambda row: rels[row[0]].replace("/", "\0")):
+        for index, number in sorted(errors, key=lambda row: _part_by_part(rels[row[0]])):
             reason = os.strerror(number)
             on_error(LineIssue(str(folders[index]), 0, f"cannot read folder ({reason})"))
     found = [(folders[index] / name, rels[index] + name, st) for index, name, st in files]
-    # Part by part, as Path sorts: the text with each "/" as a NUL (lower than any
-    # character a name can hold) sorts the same, without a list of parts per file.
-    found.sort(key=lambda row: row[1].replace("/", "\0"))
+    found.sort(key=lambda row: _part_by_part(row[1]))
     return found
+
+
+def _part_by_part(rel: str) -> str:
+    """A sort key that orders relative paths as ``Path`` does, part by part: the text
+    with each "/" as a NUL (lower than any character a name can hold), without a list
+    of parts per file."""
+    return rel.replace("/", "\0")
 
 
 def jsonl_files(root: Path, on_error: OnError | None = None) -> list[Path]:
