@@ -68,11 +68,12 @@ stat_pair(const struct stat *st, int ok)
 
 /* Why an entry's stat can fail that means it is no file to read: gone since the listing,
  * a link to nothing, a link loop. Any other failure (no permission, a name too long)
- * leaves the folder's listing incomplete, which is reported (walk.py's _NOT_THERE). */
-static int
-not_there(int err)
+ * leaves the folder's listing incomplete, which is reported (walk.py's _NOT_THERE): the first such errno is kept. */
+static void
+lookup_failed(int *failed, int err)
 {
-    return err == ENOENT || err == ENOTDIR || err == ELOOP;
+    if (err != ENOENT && err != ENOTDIR && err != ELOOP && !*failed)
+        *failed = err;
 }
 
 /* One folder's entries: subfolders to `dirs` (as (index of this folder, name)), *.jsonl
@@ -106,8 +107,7 @@ list_folder(const char *path, Py_ssize_t index, PyObject *dirs, PyObject *files,
         int have_lstat = 0;
         if (type == DT_UNKNOWN) { /* a filesystem that does not say: ask, not following */
             if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-                if (!not_there(errno) && !*failed)
-                    *failed = errno;
+                lookup_failed(failed, errno);
                 continue;
             }
             have_lstat = 1;
@@ -137,8 +137,7 @@ list_folder(const char *path, Py_ssize_t index, PyObject *dirs, PyObject *files,
         } else if (type == DT_LNK) {
             /* DirEntry.is_file(): the link's target must be a regular file. */
             if (fstatat(fd, name, &st, 0) != 0) {
-                if (!not_there(errno) && !*failed)
-                    *failed = errno;
+                lookup_failed(failed, errno);
                 continue;
             }
             if (!S_ISREG(st.st_mode))

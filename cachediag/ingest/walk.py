@@ -87,7 +87,7 @@ def _listing(path: str) -> Iterator[Iterator[os.DirEntry[str]]]:
 
 _NOT_THERE = frozenset((errno.ENOENT, errno.ENOTDIR, errno.ELOOP))
 """Why an entry's stat can fail that means it is no file to read: gone since the
-listing, a link to nothing, a link loop (as ``_walk.c``'s ``not_there``)."""
+listing, a link to nothing, a link loop (as ``_walk.c``'s ``lookup_failed``)."""
 
 
 def _stat_of(entry: os.DirEntry[str]) -> FileStat | None:
