@@ -50,11 +50,22 @@ class Window:
         return self.since is None and self.until is None
 
 
+FIRST_USABLE_S = -62135510400.0
+"""0001-01-02T00:00Z: from here to ``LAST_USABLE_S`` every instant is a date in every
+zone (offsets stay within a day; ``datetime`` holds years 1 to 9999 only)."""
+LAST_USABLE_S = 253402214400.0
+"""9999-12-31T00:00Z."""
+
+
 def resolve_window(since: Bound | None, until: Bound | None, now: float, zone: tzinfo) -> Window:
-    """The window the two bounds describe; an empty or inverted one is a usage error."""
-    start = None if since is None else since.resolve(now, zone, end=False)
+    """The window the two bounds describe; an empty or inverted one is a usage error.
+
+    A bound past the dates every zone can show (``--since 0001-01-01`` in Tokyo is year 0
+    in UTC) is held to the nearest one that can be: no log holds a time that far out, and
+    the commands show and compare bounds in UTC and in the display zone."""
+    start = None if since is None else _usable(since.resolve(now, zone, end=False))
     # "--until 2026-02-11" includes that whole day; "--until 2h" means two hours ago.
-    stop = None if until is None else until.resolve(now, zone, end=True)
+    stop = None if until is None else _usable(until.resolve(now, zone, end=True))
     if start is not None and stop is not None and stop <= start:
         import click  # only for this error: the quick JSON runs give no bounds
 
@@ -63,6 +74,10 @@ def resolve_window(since: Bound | None, until: Bound | None, now: float, zone: t
             f"{since.text if since else ''}: the window is empty"
         )
     return Window(start, stop)
+
+
+def _usable(at: float) -> float:
+    return min(max(at, FIRST_USABLE_S), LAST_USABLE_S)
 
 
 def local_zone() -> tzinfo:
