@@ -288,36 +288,52 @@ class QuickArgs:
     no_captures: bool = False
 
 
-_FLAGS = {"--json": None, "--requests": "requests", "--no-captures": "no_captures"}
+QUICK_FLAGS = {"--json": "as_json", "--requests": "requests", "--no-captures": "no_captures"}
+"""The flags the quick path reads, each by the name of the ``cli.analyze`` parameter it
+sets; ``QUICK_VALUES`` the options with a value. tests/test_robustness.py holds both to
+the click command's declarations, so that an option renamed or added there cannot be
+read otherwise here."""
+QUICK_VALUES = {"--now": "now", "--jobs": "jobs"}
+
+
+def writes_json(as_json: bool, requests: bool, jq_filter: str | None) -> bool:
+    """Whether ``analyze`` writes JSON (else tables): the one rule, for both ways in."""
+    return as_json or requests or jq_filter is not None
+
+
 EPOCH_MAX = 1e11
 """``--now``'s bound, as ``cli.common.EPOCH`` has it."""
 
 
 def analyze_args(args: list[str]) -> QuickArgs | None:
-    """What ``analyze`` arguments say when they are only paths (one at least), flags of
-    the JSON output (``--json``, ``--requests``, ``--no-captures``), ``--now EPOCH`` and
-    ``--jobs N``, in any order, as click reads them (the last of a repeated option
-    counts); ``None`` for anything else, and for a value click might read otherwise.
+    """What ``analyze`` arguments say when they are only paths (one at least), the flags
+    of ``QUICK_FLAGS`` (one of them making the output JSON: ``--json``, ``--requests``),
+    ``--now EPOCH`` and ``--jobs N``, in any order, as click reads them (the last of a
+    repeated option counts); ``None`` for anything else (tables among them), and for a
+    value click might read otherwise.
     A path that exists and cannot be read is left to click, which refuses it."""
     taken = QuickArgs([])
     as_json = False
     given = iter(args)
     for arg in given:
-        if arg in _FLAGS:
-            as_json = True
-            if (name := _FLAGS[arg]) is not None:
+        if (name := QUICK_FLAGS.get(arg)) is not None:
+            if name == "as_json":
+                as_json = True
+            else:
                 setattr(taken, name, True)
-        elif arg == "--jobs":
+        elif (name := QUICK_VALUES.get(arg)) == "jobs":
             taken.jobs = plain_count(next(given, ""), 1)
             if taken.jobs is None:
                 return None
-        elif arg == "--now":
+        elif name == "now":
             taken.now = plain_float(next(given, ""))
             if taken.now is None or not 0 <= taken.now <= EPOCH_MAX:
                 return None
         elif not add_path(arg, taken.paths):
             return None
-    return taken if as_json and paths_click_takes(taken.paths) else None
+    # Tables (no flag of the JSON output given) need click's command and rich.
+    json_out = writes_json(as_json, taken.requests, None)
+    return taken if json_out and paths_click_takes(taken.paths) else None
 
 
 def plain_count(value: str, low: int) -> int | None:

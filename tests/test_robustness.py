@@ -5,12 +5,17 @@ path, window bounds at the ends of the calendar."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 from click.testing import CliRunner
 
+from cachediag import quick
 from cachediag.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,3 +58,52 @@ def test_window_at_the_ends_of_the_calendar(
         requests = json.loads(whole.stdout)["totals"]["requests"]
         assert requests > 0
         assert report["totals"]["requests"] == (requests if everything else 0)
+
+
+# --- the fast path's flags --------------------------------------------------------------
+
+
+def _entry(*args: str) -> subprocess.CompletedProcess[bytes]:
+    """``cachediag ARGS`` as users run it: the console entry, quick path first."""
+    return subprocess.run(
+        [sys.executable, "-m", "cachediag", *args],
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=300,
+    )
+
+
+def test_no_captures_alone_prints_tables() -> None:
+    """``--no-captures`` is no flag of the JSON output: tables, as click prints them."""
+    transcript = str(REAL / "spotter" / "short.jsonl")
+    done = _entry("analyze", "--no-captures", transcript)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(b"Session "), done.stdout[:200]
+    assert done.stdout == run("analyze", "--no-captures", transcript).stdout_bytes
+    assert quick.analyze_args(["--no-captures", transcript]) is None
+    assert quick.analyze_args(["--no-captures", "--json", transcript]) is not None
+
+
+def test_quick_flags_are_the_click_commands() -> None:
+    """Each option the quick path reads is declared by ``analyze`` under that name, a flag
+    where it takes a flag; every other option of the command (declared or added later)
+    is left to click, before or after a path."""
+    from cachediag.cli.analyze import analyze
+
+    params = {p.name: p for p in analyze.params if isinstance(p, click.Option)}
+    for table, flag in ((quick.QUICK_FLAGS, True), (quick.QUICK_VALUES, False)):
+        for opt, name in table.items():
+            assert name in params, opt
+            assert opt in params[name].opts, (opt, params[name].opts)
+            assert params[name].is_flag is flag, opt
+    taken = set(quick.QUICK_FLAGS) | set(quick.QUICK_VALUES)
+    others = [o for p in params.values() for o in (*p.opts, *p.secondary_opts) if o not in taken]
+    assert "--jq" in others and "--since" in others
+    for opt in others:
+        assert quick.analyze_args(["--json", opt, "x", "a"]) is None, opt
+        assert quick.analyze_args(["--json", "a", opt]) is None, opt
+    # What makes the output JSON is one rule for both ways in.
+    for opt, name in quick.QUICK_FLAGS.items():
+        as_json = quick.writes_json(name == "as_json", name == "requests", None)
+        assert (quick.analyze_args([opt, "a"]) is not None) is as_json, opt

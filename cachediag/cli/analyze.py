@@ -20,6 +20,7 @@ from cachediag.quick import (
     in_window,
     json_lines,
     table_progress,
+    writes_json,
 )
 
 __all__ = ["SessionJson", "TimeOrder", "analyze", "first_at", "in_window", "table_progress"]
@@ -101,7 +102,7 @@ def analyze(
         stdin = None if paths else piped_log("analyze")
     path_list = list(paths) if paths else ([Path("-")] if stdin is not None else default_paths())
     clock = time.time() if now is None else now
-    as_json = as_json or jq_filter is not None or requests
+    as_json = writes_json(as_json, requests, jq_filter)
     # The machine's zone is looked up only when used: by the tables, or to place a bound.
     needs_zone = not as_json or since is not None or until is not None
     display = zone_or_local(zone) if needs_zone else UTC
