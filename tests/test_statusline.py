@@ -225,7 +225,7 @@ def test_unreadable_transcript_still_shows_claude_codes_object(
     t = tmp_path / "s1.jsonl"
     write(t, THREE)
     payload = {"transcript_path": str(t), "prompt_cache": {"hit_ratio": 0.7, "misses": 1}}
-    assert run_line(payload, "--no-color") == "cache 70% · 1 miss"
+    assert run_line(payload, "--no-color") == "cache 70% · 1 miss · last: unknown"
     assert json.loads(run_line(payload, "--json"))["cachediag"]["transcript"] == "unreadable"
     assert "PermissionError" in (cache_home / "statusline.log").read_text()
 

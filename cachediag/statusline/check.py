@@ -79,6 +79,8 @@ def _transcript(view: dict[str, Any] | None) -> str:
     if not isinstance(path, str):
         return "none (no transcript_path)"
     status = view.get("transcript") if view else None
+    if status == render.NOT_WRITTEN:
+        status = "not written yet (no response in this session so far)"
     parts = [path, str(status or "not read")]
     with contextlib.suppress(OSError):
         parts.append(f"{os.stat(path).st_size / 1e6:.1f} MB")

@@ -135,9 +135,13 @@ def build_view(
     if isinstance(transcript, str) and transcript and "\x00" not in transcript:
         transcript = os.path.abspath(os.path.expanduser(transcript))
         heard.facts["transcript"] = transcript
+        not_yet = _own_transcript(obj, transcript)
         if not os.path.isfile(transcript):
-            out["transcript"] = "missing"
-            log_failure("transcript_path is not a file" + _missing_why(transcript))
+            if not_yet and not os.path.lexists(transcript):
+                out["transcript"] = render.NOT_WRITTEN  # before the first response
+            else:
+                out["transcript"] = "missing"
+                log_failure("transcript_path is not a file" + _missing_why(transcript))
         else:
             try:
                 out.update(session.transcript_view(transcript, now, root, deadline))
@@ -145,6 +149,10 @@ def build_view(
             except Exception as exc:  # Claude Code's own object may still make a line
                 log_failure(f"transcript not read: {describe(exc)}")
                 out["transcript"] = "unreadable"
+            else:
+                main = out.get("main_prompt_cache")
+                if not_yet and isinstance(main, dict) and not main.get("requests"):
+                    out["transcript"] = render.NOT_WRITTEN  # the prompt, not its answer
     elif isinstance(payload, dict):
         if "transcript_path" in obj:
             log_failure("transcript_path is not a usable path string")
@@ -152,6 +160,17 @@ def build_view(
             log_failure("stdin has neither transcript_path nor prompt_cache")
     view.combine(out, obj.get("prompt_cache"))
     return out
+
+
+def _own_transcript(payload: dict[str, Any], path: str) -> bool:
+    """Whether the payload is that of a session with no response yet: Claude Code names its
+    transcript ``<session_id>.jsonl`` before writing it, and nothing was spent so far (a
+    session that spent money and has no transcript has a real problem)."""
+    sid = payload.get("session_id")
+    if not (isinstance(sid, str) and sid and os.path.basename(path) == f"{sid}.jsonl"):
+        return False
+    spent = render.number(payload.get("cost"), "total_cost_usd")
+    return spent is None or spent <= 0
 
 
 def _missing_why(path: str) -> str:

@@ -25,6 +25,12 @@ if TYPE_CHECKING:  # typing costs milliseconds at run time; the warm path avoids
 
 DEFAULT_FORMAT = "{hit} · {warm} · {misses} · {last} · {agents} · {partial}"
 FALLBACK = "cache ?"
+NOT_YET = "cache: no response yet"
+"""Before the session's first response Claude Code has written no transcript (and sends
+no ``prompt_cache``): nothing is wrong, there is just nothing to count yet."""
+NOT_WRITTEN = "not_written_yet"
+"""The view's ``transcript`` when Claude Code named the session's own transcript and it is
+not there yet (or holds no response yet)."""
 
 NONE = "\u2013"
 """Shown for a ratio that is undefined (no tokens yet): an en dash."""
@@ -76,6 +82,15 @@ def clock(seconds: float) -> str:
     s = max(0, int(seconds))
     h, rest = divmod(s, 3600)
     return f"{h}:{rest // 60:02d}:{rest % 60:02d}" if h else f"{rest // 60}:{rest % 60:02d}"
+
+
+def not_yet(view: View) -> bool:
+    """No response in this session so far (and no object from Claude Code that counts
+    one): the line says so rather than ``cache ?``."""
+    pc = view.get("prompt_cache")
+    return view.get("transcript") == NOT_WRITTEN and not (
+        isinstance(pc, dict) and count(pc, "requests")
+    )
 
 
 def field_hit(view: View, color: bool) -> str:
@@ -199,13 +214,16 @@ def field_last(view: View, color: bool) -> str:
     pc = view.get("prompt_cache")
     cause = pc.get("last_miss_cause") if isinstance(pc, dict) else None
     causes = cause.get("causes") if isinstance(cause, dict) else None
-    if not isinstance(causes, list):
-        return ""
     # Cause names come from Claude Code's object: keep them to printable characters so
     # that nothing in it can drive the terminal.
-    names = [printable(c) for c in causes if isinstance(c, str) and printable(c)][:3]
+    names = (
+        [printable(c) for c in causes if isinstance(c, str) and printable(c)][:3]
+        if isinstance(causes, list)
+        else []
+    )
     if not names:
-        return ""
+        # A miss whose cause nobody could name (``last_miss_cause`` null): said, not hidden.
+        return _paint("last: unknown", _DIM, color) if count(pc, "misses") else ""
     assert isinstance(cause, dict)
     room = view.get("tool_room", NAMES_ROOM)
     detail = _cause_detail(cause, view.get("last_miss_tools"), room if isinstance(room, int) else 0)
@@ -317,6 +335,8 @@ def render_line(
     ``{hit}`` or ``{partial}``; ``keep_fields`` keeps them all), as few as it must with the
     names of changed tools at their shortest (``+3 tools``), then the names fill what is
     left. Nothing is ever cut inside a number, a time or a cause."""
+    if not_yet(view):
+        return NOT_YET  # whatever the template: there is no number to fill it with yet
     line = _fill(view, template, color)
     if width is None or len(_fill(view, template, False) if color else line) <= width:
         return line

@@ -7,6 +7,8 @@
 # When the object also carries cachediag's additions (see cachediag-json.sh), the cost of
 # the misses and the subagents' cache health are shown too. Every field is type-checked:
 # a missing, null or wrongly typed field is left out, and any failure prints `cache ?`.
+# Before the session's first response (no transcript yet) it prints `cache: no response
+# yet`; a miss whose cause is unknown (`last_miss_cause` null) shows `last: unknown`.
 # Needs bash and jq (no bc: jq does the arithmetic and reads the clock); JQ names a jq
 # that is not on PATH (Claude Code may run status lines with PATH=/usr/bin:/bin).
 
@@ -49,7 +51,7 @@ def segments($pc; $cd):
      else "cold" end),
     (if $misses == null or $misses < 0 then empty
      else ($misses | plural("miss")) + (if $cost != null and $misses > 0 then " (\($cost | usd))" else "" end) end),
-    (if $cause == null then empty
+    (if $cause == null then (if ($misses // 0) > 0 and $misses <= 1e15 then "last: unknown" else empty end)
      else ($cause.causes | if type == "array" then [.[] | strings | select(length > 0) | safe | cut(40)][:3] else [] end) as $names
      | ($cause.tools_added | num) as $added
      | ($cause.tools_removed | num) as $removed
@@ -63,7 +65,7 @@ def segments($pc; $cd):
           elif $tools != "" then "\($tools) tools" else empty end),
          (if ($delta // 0) != 0 then "system \(if $delta > 0 then "+" else "" end)\($delta | floor) chars" else empty end)]
         | join(if $withnames then "; " else ", " end)) as $detail
-     | if ($names | length) == 0 then empty
+     | if ($names | length) == 0 then (if ($misses // 0) > 0 and $misses <= 1e15 then "last: unknown" else empty end)
        else "last: \($names | join("+"))\(if $detail != "" then " (\($detail))" else "" end)" end
      end),
     (if $agents == null or (($agents.streams | num) // 0) <= 0 then empty
@@ -72,12 +74,27 @@ def segments($pc; $cd):
      | "agents \($agents.streams | floor): \(if $ar == null then "–" else "\($ar * 100 | floor)%" end)"
        + (if $am > 0 then ", \($am | plural("miss"))\(if $ac != null then " (\($ac | usd))" else "" end)" else "" end)
      end);
+def pending($in):
+  ($in.session_id | if type == "string" and length > 0 then . else null end) as $sid
+  | ($in.transcript_path | if type == "string" then . else null end) as $path
+  | (($in.cost | obj // {}).total_cost_usd | num) as $spent
+  | if $sid != null and $path != null and ($path | test("\n") | not) and ($spent // 0) <= 0
+       and ($path | split("/") | last) == "\($sid).jsonl"
+    then $path else empty end;
 (try input catch null) as $in
 | ($in | obj) as $in
-| if $in == null or ($in.prompt_cache | obj) == null then "cache ?"
+| if $in == null then "cache ?"
+  elif ($in.prompt_cache | obj) == null then
+    if ($in.cachediag | obj | .transcript) == "not_written_yet" then "cache: no response yet"
+    else "cache ?", pending($in) end
   else [segments($in.prompt_cache; ($in.cachediag | obj) // {})] | join(" · ") end
 '
 
-line=$("$jq" -rn "try ($program) catch \"cache ?\"" 2>/dev/null | head -n 1)
+# Without prompt_cache the program also names the session's own transcript: Claude Code
+# has not written it before the first response, which is no failure.
+{ IFS= read -r line; IFS= read -r pending; } < <("$jq" -rn "try ($program) catch \"cache ?\"" 2>/dev/null)
+if [ "$line" = "cache ?" ] && [ -n "$pending" ] && [ ! -e "$pending" ] && [ ! -L "$pending" ]; then
+  line="cache: no response yet"
+fi
 printf '%s\n' "${line:-cache ?}"
 exit 0
