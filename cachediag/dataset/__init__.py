@@ -12,6 +12,7 @@ this room, through ``require``, which names the extra when they are missing. ``r
 
 from __future__ import annotations
 
+import re
 from types import ModuleType
 
 from cachediag.errors import CachediagError
@@ -33,6 +34,16 @@ def require(module: str) -> ModuleType:
         raise MissingExtraError(
             f"datasets need DuckDB and pyarrow: pip install '{EXTRA}' ({exc})"
         ) from exc
+
+
+def no_glob(path: str) -> str:
+    """``path`` as DuckDB's ``read_parquet`` takes it literally: it globs every name it
+    is given, even in a list (``ds[1]`` would read ``ds1``), so each glob character goes
+    in a class of its own (``[[]``, ``[*]``)."""
+    return _GLOB.sub(r"[\1]", path)
+
+
+_GLOB = re.compile(r"([\[*?{])")
 
 
 def arrow_table(result: object) -> object:

@@ -23,8 +23,10 @@ from typing import Any
 
 from cachediag.analysis.audit import Audit, GroupBy, MissRow, SessionLine, SessionSpan, Totals
 from cachediag.analysis.whatif import Policy, PolicyResult, WhatIf
-from cachediag.dataset.schema import POLICIES
+from cachediag.dataset import no_glob
+from cachediag.dataset.schema import PARTITIONS, POLICIES
 from cachediag.dataset.sql import (
+    FILE,
     TABLE,
     TOTALS,
     AuditQueries,
@@ -47,18 +49,57 @@ _FETCH = 10_000
 """Session rows fetched at a time: tuples of a few dozen numbers each."""
 
 
-def _files(paths: Sequence[Path]) -> list[str]:
-    globs: list[str] = []
+@dataclass(slots=True, frozen=True)
+class PartFile:
+    """A Parquet file of a dataset and its partition values (``day``, ``host``), read
+    from the folders between the dataset named and the file, never from above it."""
+
+    path: str
+    day: str | None
+    host: str | None
+
+
+def _partitions(parts: Sequence[str]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for part in parts:
+        key, sep, value = part.partition("=")
+        if sep and key in PARTITIONS:
+            found[key] = value
+    return found
+
+
+def _part_file(path: str, below: Sequence[str]) -> PartFile:
+    found = _partitions(below)
+    return PartFile(path, found.get("day"), found.get("host"))
+
+
+def _files(paths: Sequence[Path]) -> list[PartFile]:
+    """Every Parquet file of the datasets at ``paths``, as named (no name is a pattern).
+
+    A folder gives the ``*.parquet`` files below it (links to folders not followed,
+    hidden names skipped: an export's files before they are whole); a file named
+    alone keeps the partition of its place in the export's layout
+    (``day=D/host=H/part.parquet``)."""
+    found: list[PartFile] = []
     for path in paths:
         if path.is_file():
-            globs.append(str(path))
-        elif any(path.glob("**/*.parquet")):
-            globs.append(str(path / "**" / "*.parquet"))
-    if not globs:
+            day, host = path.parent.parent.name, path.parent.name
+            layout = day.startswith("day=") and host.startswith("host=")
+            found.append(_part_file(str(path), [day, host] if layout else []))
+            continue
+        root = str(path)
+        for folder, dirs, names in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            below = Path(os.path.relpath(folder, root)).parts
+            for name in sorted(names):
+                full = os.path.join(folder, name)
+                if name.endswith(".parquet") and not name.startswith(".") and os.path.isfile(full):
+                    found.append(_part_file(full, below))
+    if not found:
         raise InputError(
             ", ".join(str(p) for p in paths) + ": no Parquet files (nothing exported yet?)"
         )
-    return globs
+    return found
 
 
 def _literal(text: str) -> str:
@@ -153,29 +194,43 @@ def _collection_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _view(name: str, files: Sequence[str]) -> str:
-    listed = ", ".join(_literal(f) for f in files)
+def _view(name: str, files: Sequence[PartFile]) -> str:
+    """The requests of ``files`` with their partition columns. DuckDB's own Hive
+    partitioning would read every ``key=value`` folder of a path, above the dataset
+    too, and override the rows' columns with it: the partition of each file is joined
+    instead, from what ``_files`` read below the dataset."""
     # A view cannot take parameters: the paths go in as escaped string literals.
+    listed = ", ".join(_literal(no_glob(f.path)) for f in files)
+    rows = ", ".join(f"({_literal(f.path)}, {_maybe(f.day)}, {_maybe(f.host)})" for f in files)
+    utc_day = "strftime(timezone('UTC', r.at), '%Y-%m-%d')"
     return (
-        f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet([{listed}], "
-        "hive_partitioning = true, filename = true)"
+        f"CREATE OR REPLACE VIEW {name} AS SELECT r.*, "
+        f"COALESCE(p.day, {utc_day}) AS day, p.host AS host "
+        f"FROM read_parquet([{listed}], hive_partitioning = false, filename = true) AS r "
+        f"JOIN (VALUES {rows}) AS p(part_file, day, host) ON r.{FILE} = p.part_file"
     )
 
 
-def _top_misses(con: Any, top: int, window: Window) -> list[tuple[Any, ...]]:
+def _maybe(text: str | None) -> str:
+    return "NULL::VARCHAR" if text is None else _literal(text)
+
+
+def _top_misses(
+    con: Any, top: int, window: Window, all_files: Sequence[PartFile]
+) -> list[tuple[Any, ...]]:
     """The dearest misses, read from the files that hold the dearest miss of a part: a
     pass over every file costs a second of CPU at 3,000 files, most of it per file."""
     if top <= 0:
         return []
     floor = next(iter(_fetch_all(con, miss_floor_sql(top))), (None,))[0]
-    files = [f for (f,) in _fetch_all(con, candidate_files_sql(floor))]
+    wanted = {f for (f,) in _fetch_all(con, candidate_files_sql(floor))}
+    files = [f for f in all_files if f.path in wanted]
     if not files:
         return []
-    source = TABLE
-    if not any(c in f for f in files for c in "*?[{"):  # read_parquet would glob those
-        con.execute(_view(_CANDIDATES, files))
-        source = _CANDIDATES
-    return _fetch_all(con, top_misses_sql(top, window, Dialect.DUCKDB, source=source, floor=floor))
+    con.execute(_view(_CANDIDATES, files))
+    return _fetch_all(
+        con, top_misses_sql(top, window, Dialect.DUCKDB, source=_CANDIDATES, floor=floor)
+    )
 
 
 def _fetch_all(con: Any, sql: str) -> list[tuple[Any, ...]]:
@@ -235,7 +290,7 @@ def run_audit(
             con.execute(statement)
         audit = Audit(top=top)
         _fill(audit, con, qs, by, session_lines)
-        audit.top_misses = [_miss(m) for m in _top_misses(con, top, window)]
+        audit.top_misses = [_miss(m) for m in _top_misses(con, top, window, files)]
         if audit.totals.unpriced_requests:
             audit.unpriced_models = {m for (m,) in _fetch_all(con, qs.unpriced_models)}
         sources = [s for (s,) in _fetch_all(con, qs.pricing_sources)]
