@@ -106,7 +106,8 @@ def export(
     s = run.stats
     click.echo(
         f"cachediag: {run.sessions_read} session(s), {s.read:,} request(s) read, {s.written:,} "
-        f"new written to {output} in {len(s.files)} file(s)",
+        f"new written to {output} in {len(s.files)} file(s)"
+        + (f", {s.updated:,} grown since the last export updated" if s.updated else ""),
         err=True,
     )
     if s.assumed_ttl_rows:

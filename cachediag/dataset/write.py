@@ -4,7 +4,11 @@ Safe for cron on many laptops writing into one shared folder: every part file ha
 unique name (time and a random id), is written under a hidden temporary name beside its
 final place and renamed into it, so that a reader never sees half a file; a host's
 exports take turns through a lock file; a request already in the dataset (same
-``request_key`` among this host's files) is never written again.
+``request_key`` among this host's files) is never written again, unless it has grown:
+Claude Code writes a response over several lines as it streams, its output count
+growing, so an export made meanwhile holds a smaller copy; a later, larger copy
+replaces it in its file (that file rewritten whole and renamed over itself, so a reader
+sees the old row or the new one, never both).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from cachediag import __version__
-from cachediag.dataset import arrow_table, require
+from cachediag.dataset import arrow_table, no_glob, require
 from cachediag.dataset.rows import ROW_COLUMNS, Row
 from cachediag.dataset.schema import (
     NAMES,
@@ -48,6 +52,9 @@ class ExportStats:
     """Requests read from the logs."""
     written: int = 0
     """New requests written (the rest were in the dataset already)."""
+    updated: int = 0
+    """Requests the dataset held a smaller copy of (a response still being written
+    when it was exported), replaced by the larger one."""
     files: list[Path] = field(default_factory=list)
     assumed_ttl_rows: int = 0
 
@@ -130,19 +137,29 @@ class DatasetWriter:
             return
         rows, self._pending = self._pending, []
         table = self._table(rows)
-        for day, part in self._new_rows_by_day(table):
-            folder = self.root / f"day={day}" / f"host={self.host}"
-            folder.mkdir(parents=True, exist_ok=True)
-            name = f"part-{self._exported_at:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:16]}.parquet"
-            tmp = folder / f".{name}.tmp"
-            try:
-                self._pq.write_table(part, tmp, compression="zstd")
-                os.replace(tmp, folder / name)
-            finally:
-                with contextlib.suppress(FileNotFoundError):
-                    tmp.unlink()
+        fresh, grown = self._new_rows(table)
+        for day, part in self._by_day(fresh):
+            self._write_part(day, part)
             self.stats.written += part.num_rows
-            self.stats.files.append(folder / name)
+        if grown.num_rows:
+            self._replace(grown)
+
+    def _write_part(self, day: str, part: Any) -> None:
+        folder = self.root / f"day={day}" / f"host={self.host}"
+        folder.mkdir(parents=True, exist_ok=True)
+        name = f"part-{self._exported_at:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:16]}.parquet"
+        self._write_file(folder / name, part)
+        self.stats.files.append(folder / name)
+
+    def _write_file(self, path: Path, part: Any) -> None:
+        """``part`` in ``path``, whole or not at all (written beside it, then renamed)."""
+        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+        try:
+            self._pq.write_table(part, tmp, compression="zstd")
+            os.replace(tmp, path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
 
     def _table(self, rows: list[Row]) -> Any:
         columns: dict[str, list[Any]] = {name: [] for name in ROW_COLUMNS}
@@ -162,27 +179,61 @@ class DatasetWriter:
         table = self._pa.table(data, schema=self._schema)
         return table.append_column("day", self._pa.array(columns["day"], self._pa.string()))
 
-    def _new_rows_by_day(self, table: Any) -> list[tuple[str, Any]]:
-        """Rows whose key is not yet among this host's files (nor earlier in ``table``)."""
+    def _own_files(self) -> list[Path]:
+        return sorted(self.root.glob(f"day=*/host={self.host}/*.parquet"))
+
+    def _query(self, sql: str, files: list[Path], **tables: Any) -> Any:
+        """``sql`` over ``tables`` and the Parquet ``files`` (``?``), as an Arrow table;
+        a file that is not Parquet is named in the error (nothing is written then)."""
         con = self._duckdb.connect()
         try:
-            con.register("incoming", table)
-            existing = sorted(self.root.glob(f"day=*/host={self.host}/*.parquet"))
-            known = (
-                "SELECT request_key FROM read_parquet(?, hive_partitioning = false)"
-                if existing
-                else "SELECT NULL::VARCHAR AS request_key WHERE false"
-            )
-            query = f"""
-                SELECT * FROM incoming
-                WHERE request_key NOT IN ({known})
-                QUALIFY row_number() OVER (PARTITION BY request_key ORDER BY at_s) = 1
-            """
-            params = [[str(p) for p in existing]] if existing else []
-            fresh: Any = arrow_table(con.sql(query, params=params))
+            for name, table in tables.items():
+                con.register(name, table)
+            params = [[no_glob(str(p)) for p in files]] if files else []
+            return arrow_table(con.sql(sql, params=params))
+        except self._duckdb.Error as exc:
+            raise CachediagError(self._unreadable(files) or f"dataset query failed: {exc}") from exc
         finally:
             con.close()
-        fresh = fresh.cast(self._schema.append(self._pa.field("day", self._pa.string())))
+
+    def _unreadable(self, files: list[Path]) -> str | None:
+        """What is wrong with the first of ``files`` that is not a Parquet file."""
+        for path in files:
+            try:
+                self._pq.read_metadata(path)
+            except Exception as exc:  # pyarrow raises several kinds for a bad file
+                return (
+                    f"{path}: not a readable Parquet file ({exc}); nothing was written: "
+                    "move it out of the dataset (or restore it) and export again"
+                )
+        return None
+
+    def _new_rows(self, table: Any) -> tuple[Any, Any]:
+        """The rows whose key is not yet among this host's files, and those whose copy
+        there is smaller (``_SIZE``): each key once, its largest copy."""
+        existing = self._own_files()
+        known = (
+            f"SELECT request_key, max({_SIZE}) AS size "
+            "FROM read_parquet(?, hive_partitioning = false) GROUP BY request_key"
+            if existing
+            else "SELECT NULL::VARCHAR AS request_key, NULL::BIGINT AS size WHERE false"
+        )
+        query = f"""
+            SELECT i.*, k.size IS NOT NULL AS known FROM incoming AS i
+            LEFT JOIN ({known}) AS k USING (request_key)
+            WHERE k.size IS NULL OR {_SIZE} > k.size
+            QUALIFY row_number() OVER (
+                PARTITION BY request_key ORDER BY {_SIZE} DESC, at_s
+            ) = 1
+        """
+        rows = self._query(query, existing, incoming=table)
+        pc = require("pyarrow.compute")
+        known_rows = rows.column("known")
+        rows = rows.drop_columns(["known"])
+        rows = rows.cast(self._schema.append(self._pa.field("day", self._pa.string())))
+        return rows.filter(pc.invert(known_rows)), rows.filter(known_rows)
+
+    def _by_day(self, fresh: Any) -> list[tuple[str, Any]]:
         days = sorted(set(fresh.column("day").to_pylist()))
         pc = require("pyarrow.compute")
         out = []
@@ -190,3 +241,44 @@ class DatasetWriter:
             part = fresh.filter(pc.equal(fresh.column("day"), day)).drop_columns(["day"])
             out.append((day, part.sort_by([("session_id", "ascending"), ("at_s", "ascending")])))
         return out
+
+    def _replace(self, grown: Any) -> None:
+        """Each file holding a smaller copy of a ``grown`` row rewritten with the larger
+        one in its place (a row whose day changed goes into a new part of its day)."""
+        pc = require("pyarrow.compute")
+        keys = self._pa.table({"request_key": grown.column("request_key")})
+        holders = self._query(
+            "SELECT DISTINCT f.filename FROM read_parquet(?, hive_partitioning = false, "
+            "filename = true) AS f JOIN grown_keys USING (request_key) ORDER BY 1",
+            self._own_files(),
+            grown_keys=keys,
+        )
+        placed = set()
+        for name in holders.column("filename").to_pylist():
+            path = Path(name)
+            day = path.parent.parent.name.removeprefix("day=")
+            old = self._pq.read_table(path, schema=self._schema)
+            stale = pc.is_in(old.column("request_key"), value_set=grown.column("request_key"))
+            mine = grown.filter(pc.equal(grown.column("day"), day))
+            placed.update(mine.column("request_key").to_pylist())
+            kept = old.filter(pc.invert(stale))
+            new = self._pa.concat_tables([kept, mine.drop_columns(["day"])])
+            self._write_file(
+                path, new.sort_by([("session_id", "ascending"), ("at_s", "ascending")])
+            )
+            self.stats.updated += mine.num_rows
+        moved = grown.filter(
+            pc.invert(
+                pc.is_in(
+                    grown.column("request_key"),
+                    value_set=self._pa.array(sorted(placed), self._pa.string()),
+                )
+            )
+        )
+        for day, part in self._by_day(moved):
+            self._write_part(day, part)
+            self.stats.updated += part.num_rows
+
+
+_SIZE = "(input_tokens + cache_read_tokens + cache_creation_tokens + output_tokens)"
+"""How large a copy of a response is: a response being written only grows."""
