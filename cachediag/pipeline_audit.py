@@ -2,11 +2,16 @@
 
 Sessions are read as ``analyze`` reads them (``pipeline.Run``); each worker process
 sends back a ``SessionAudit``, a few small dicts, never its requests.
+
+Each response counts once in a run, however many files hold it (``rendered_once``):
+the rule ``audit PATHS`` and ``cachediag export`` share, so that an audit of the logs
+and an audit of their dataset agree.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from array import array
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, tzinfo
 from pathlib import Path
@@ -14,11 +19,107 @@ from typing import IO, Generic, TypeVar
 
 from cachediag.analysis.audit import Audit, SessionAudit, audit_session
 from cachediag.analysis.session import SessionAnalysis
-from cachediag.model import LineIssue
+from cachediag.model import LineIssue, RequestRecord, SessionLog
 from cachediag.pipeline import Run
 from cachediag.pricing import price_function
 
 T = TypeVar("T")
+
+
+def response_id(message_id: str | None, request_id: str | None) -> str | None:
+    """What makes two records one response: its ids (a provider never gives two
+    responses the same), as the dataset's ``request_key`` holds them; ``None`` without
+    any (such a record is only ever its own file's)."""
+    if message_id or request_id:
+        return f"{message_id or ''}|{request_id or ''}"
+    return None
+
+
+def _id_hash(message_id: str | None, request_id: str | None) -> int | None:
+    """``response_id`` as 8 bytes: a run keeps one a response. Python's string hash is
+    the same in the worker processes, which are forks of this one."""
+    if message_id or request_id:
+        return hash((message_id or "", request_id or ""))
+    return None
+
+
+@dataclass(slots=True, frozen=True)
+class _Keyed(Generic[T]):
+    """``render`` of a session, with what the run needs to count its responses once:
+    the session, its file and the ``_id_hash`` of each of its responses."""
+
+    render: Callable[[SessionAnalysis], T]
+
+    def __call__(self, analysis: SessionAnalysis) -> tuple[T, str, str, array[int]]:
+        keys: array[int] = array("q")
+        for stream in analysis.streams:
+            for entry in stream.entries:
+                key = _id_hash(entry.record.message_id, entry.record.request_id)
+                if key is not None:
+                    keys.append(key)
+        log = analysis.log
+        return self.render(analysis), log.session_id, log.source, keys
+
+
+@dataclass(slots=True, frozen=True)
+class _Dropping:
+    """The pipeline's ``enrich`` that leaves out responses counted in an earlier file
+    (after the run's own ``enrich``, if any)."""
+
+    counted: frozenset[int]
+    then: Callable[[SessionLog], SessionLog] | None = None
+
+    def __call__(self, log: SessionLog) -> SessionLog:
+        if self.then is not None:
+            log = self.then(log)
+        for stream in log.streams.values():
+            stream.items = [
+                item
+                for item in stream.items
+                if not isinstance(item, RequestRecord)
+                or _id_hash(item.message_id, item.request_id) not in self.counted
+            ]
+        return log
+
+
+def rendered_once(
+    reading: Run,
+    paths: list[Path],
+    stdin: IO[bytes] | None,
+    render: Callable[[SessionAnalysis], T],
+) -> Iterator[T]:
+    """``reading.rendered``, each response counted in the first session (in input
+    order) that holds it: a transcript and the proxy's capture of it, an OpenTelemetry
+    export of the same sessions, the same log named twice.
+
+    A session none of whose responses was seen before is rendered once, as read; one
+    holding responses of an earlier session is read again without them (its file only,
+    once for all the sessions it holds), so its gaps and outcomes are those of what it
+    alone holds. Memory: one 8-byte key per response. Stdin cannot be read twice: its
+    sessions come first and are taken as read.
+    """
+    seen: set[int] = set()
+    again: dict[str, tuple[T, array[int]]] = {}
+    again_source: str | None = None
+    for value, session_id, source, keys in reading.rendered(paths, stdin, 0.0, _Keyed(render)):
+        if source != "-" and not seen.isdisjoint(keys):
+            if again_source != source:
+                again_source = source
+                again = _read_again(reading, source, frozenset(seen), render)
+            if session_id in again:
+                value, keys = again.pop(session_id)
+        seen.update(keys)
+        yield value
+
+
+def _read_again(
+    reading: Run, source: str, counted: frozenset[int], render: Callable[[SessionAnalysis], T]
+) -> dict[str, tuple[T, array[int]]]:
+    """The sessions of ``source`` read again without the responses in ``counted``, by id
+    (none if it can no longer be read: the first reading stands)."""
+    again = Run(jobs=1, enrich=_Dropping(counted, reading.enrich))
+    found = again.rendered([Path(source)], None, 0.0, _Keyed(render))
+    return {session_id: (value, keys) for value, session_id, _, keys in found}
 
 
 @dataclass(slots=True)  # not frozen: cachediag.analysis says why
@@ -102,7 +203,7 @@ def run_audit(
             on_done()
 
     reading.on_progress = progress
-    for session, kept in reading.rendered(paths, stdin, 0.0, AuditRender(options, keep)):
+    for session, kept in rendered_once(reading, paths, stdin, AuditRender(options, keep)):
         run.sessions_read += 1
         run.audit.add(session)
         if kept is not None and session.totals.requests:

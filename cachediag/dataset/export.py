@@ -1,7 +1,8 @@
 """From logs to the dataset: the library call behind ``cachediag export``.
 
 Sessions are read as ``audit`` reads them (``pipeline.Run``: same discovery, the same
-deduplication and worker processes); each worker sends back its session's rows.
+deduplication and worker processes, each response once: ``rendered_once``); each worker
+sends back its session's rows.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from cachediag.dataset.rows import RowRender
 from cachediag.dataset.write import DatasetWriter, ExportStats, host_lock
 from cachediag.model import LineIssue
 from cachediag.pipeline import Run
+from cachediag.pipeline_audit import rendered_once
 
 
 def default_labels() -> dict[str, str]:
@@ -51,7 +53,7 @@ def export_dataset(
     reading = Run(jobs=workers, on_progress=on_progress)
     run = ExportRun(writer.stats)
     with host_lock(output, writer.host):
-        for rows in reading.rendered(paths, None, 0.0, RowRender(pricing_file)):
+        for rows in rendered_once(reading, paths, None, RowRender(pricing_file)):
             run.sessions_read += 1
             writer.add(rows)
         writer.flush()

@@ -18,6 +18,7 @@ from cachediag.analysis.ledger import LedgerEntry, Outcome
 from cachediag.analysis.session import SessionAnalysis
 from cachediag.analysis.whatif import Policy, replay_rows
 from cachediag.dataset.schema import NAMES
+from cachediag.pipeline_audit import response_id
 
 ROW_COLUMNS = (*NAMES[: NAMES.index("session_skipped_lines") + 1], "day")
 """What a worker fills in; the export adds the labels, its time and version."""
@@ -29,9 +30,8 @@ Row = tuple[Any, ...]
 
 def request_key(session_id: str, stream: str, entry: LedgerEntry) -> str:
     r = entry.record
-    if r.message_id or r.request_id:
-        return f"{r.message_id or ''}|{r.request_id or ''}"
-    return f"{session_id}|{stream}|{entry.index}|{r.at!r}"
+    key = response_id(r.message_id, r.request_id)
+    return key if key is not None else f"{session_id}|{stream}|{entry.index}|{r.at!r}"
 
 
 def session_rows(analysis: SessionAnalysis, price_of: PriceFn, pricing_source: str) -> list[Row]:
