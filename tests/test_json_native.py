@@ -1,4 +1,5 @@
-"""The compiled JSON line encoder (``report/_json.c``) writes what ``json.dumps`` writes."""
+"""The compiled JSON line encoder (``report/_json.c``) writes what ``json.dumps`` writes,
+with the C1 controls and U+2028/U+2029 escaped, as its Python twin does."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from cachediag.report.serialize import json_line
+from cachediag.report.serialize import escape_json, escape_json_utf8, json_line
 from tests.conftest import ROOT
 
 _json = pytest.importorskip(
@@ -33,7 +34,10 @@ scalars = (
     | st.integers(min_value=-(2**70), max_value=2**70)
     | st.floats(allow_nan=True, allow_infinity=True)
     | st.text()
-    | st.sampled_from([Cause.TTL, Level.HIGH, 1e-05, 1e16, -0.0, 5e-324, '\x00\x1f"\\\u2028é😀'])
+    | st.text(alphabet=st.sampled_from("a\x1b\x7f\x80\x9b\x9f\xa0\xc2\u2027\u2028\u2029\u202a"))
+    | st.sampled_from(
+        [Cause.TTL, Level.HIGH, 1e-05, 1e16, -0.0, 5e-324, '\x00\x1f"\\\u2028é😀', "\x9b[31m"]
+    )
 )
 values = st.recursive(
     scalars,
@@ -53,8 +57,13 @@ def _nested(depth: int) -> list[Any]:
     return obj
 
 
+ESCAPED = {c: f"\\u{c:04x}" for c in (*range(0x80, 0xA0), 0x2028, 0x2029)}
+"""What JSON output escapes beyond json.dumps, written out here as a table (the code
+under test uses a pattern)."""
+
+
 def _reference(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False)
+    return json.dumps(obj, ensure_ascii=False).translate(ESCAPED)
 
 
 @settings(max_examples=1500, deadline=None)
@@ -140,3 +149,39 @@ def test_json_line_answers_as_json_dumps_does(obj: Any) -> None:
             json_line(obj)
         return
     assert json_line(obj) == expected
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["compiled", "python"])
+@pytest.mark.parametrize(
+    ("text", "written"),
+    [
+        ("\x9b31m", "\\u009b31m"),
+        ("a\x80b\x9fc", "a\\u0080b\\u009fc"),
+        ("\u2028\u2029", "\\u2028\\u2029"),
+        ("\xa0\xc2\u2027\u202a·…é", "\xa0\xc2\u2027\u202a·…é"),  # kept as they are
+    ],
+    ids=["csi", "c1-edges", "separators", "neighbours"],
+)
+def test_c1_controls_and_separators_are_escaped(
+    text: str, written: str, pure: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A log string holding U+009B (CSI) starts an escape sequence on a terminal that
+    prints ``analyze --json``: it is written as ``\\u009b``, by both encoders."""
+    if pure:
+        monkeypatch.setattr("cachediag.report.serialize._DUMPS", None)
+    assert json_line({"model": text}) == f'{{"model": "{written}"}}'
+    assert json.loads(json_line([text])) == [text]
+
+
+@settings(max_examples=500, deadline=None)
+@given(obj=values)
+def test_utf8_escaping_matches_the_text_escaping(obj: Any) -> None:
+    """orjson's bytes (``audit --json``) get the escapes json_line's text gets."""
+    import orjson
+
+    try:
+        raw = orjson.dumps(obj)
+    except TypeError:  # what orjson does not take (a lone surrogate, a big int)
+        return
+    assert escape_json_utf8(raw).decode() == raw.decode().translate(ESCAPED)
+    assert escape_json(raw.decode()) == raw.decode().translate(ESCAPED)

@@ -20,6 +20,7 @@ from cachediag.cli.common import (
     report_issues,
 )
 from cachediag.cli.window import zone_option, zone_or_local
+from cachediag.text import sanitize
 
 if TYPE_CHECKING:
     from cachediag.report.warm import WarmOut
@@ -76,16 +77,16 @@ def warm(
     if as_json or jq_filter is not None:
         emit_json([report.model_dump(mode="json")], jq_filter)
     else:
-        from rich.console import Console
-
+        from cachediag.report.console import SafeConsole
         from cachediag.report.warm import warm_table
 
-        console = Console()
+        # Session ids are file names or OTel ``session.id`` values: anything at all.
+        console = SafeConsole()
         console.print(warm_table(report, zone=zone_or_local(zone), width=console.width))
     report_issues(run.issues)
     if run.errors:
         for message in run.errors[:-1]:
-            click.echo(f"Error: {message}", err=True)
+            click.echo(f"Error: {sanitize(message, lines=True)}", err=True)
         raise CachediagError(run.errors[-1])
 
 

@@ -1,4 +1,7 @@
-/* cachediag's JSON lines, compiled: exactly json.dumps(obj, ensure_ascii=False).
+/* cachediag's JSON lines, compiled: exactly json.dumps(obj, ensure_ascii=False), with the
+ * C1 controls (U+0080-U+009F) and U+2028/U+2029 written as \u escapes as well (json_line's
+ * Python twin, serialize.escape_json, does the same to json.dumps's text): a log string
+ * holding U+009B (CSI) must not reach a terminal raw through `analyze --json`.
  *
  * `analyze --json` renders one object per session; on a history of 10,000 small sessions
  * the standard library's encoder (its per-call set-up, its list of chunks) is a tenth of
@@ -17,7 +20,7 @@
 #include <Python.h>
 #include <string.h>
 
-#define JSON_API 1
+#define JSON_API 2
 #define MAX_DEPTH 64
 
 typedef struct {
@@ -61,11 +64,37 @@ unsupported(const char *what)
     return -1;
 }
 
+/* What a byte of a string's UTF-8 starts: 0 for a byte copied as it is (all but a few);
+ * the short escape letter for " \ \b \f \n \r \t; 'u' for the other C0 controls; 'C'
+ * for 0xC2 and 'E' for 0xE2, the lead bytes of the C1 controls and of U+2028/U+2029, whose
+ * next bytes say whether they are escaped. One look-up a byte, as cheap as the tests it
+ * replaced: a string without those lead bytes costs nothing more. */
+static char escape_of[256];
+
+static void
+fill_escapes(void)
+{
+    for (int c = 0; c < 0x20; c++)
+        escape_of[c] = 'u';
+    escape_of['"'] = '"';
+    escape_of['\\'] = '\\';
+    escape_of['\b'] = 'b';
+    escape_of['\f'] = 'f';
+    escape_of['\n'] = 'n';
+    escape_of['\r'] = 'r';
+    escape_of['\t'] = 't';
+    escape_of[0xC2] = 'C';
+    escape_of[0xE2] = 'E';
+}
+
 /* json's escape_unicode: " \ \b \f \n \r \t short, other controls as \u00xx (lower
- * case), every other character as it is (UTF-8 here). */
+ * case), every other character as it is (UTF-8 here), except the C1 controls and
+ * U+2028/U+2029, also as \uxxxx. The UTF-8 is Python's own, so well formed: a lead byte
+ * has its continuation bytes after it. */
 static int
 put_string(Out *out, PyObject *s)
 {
+    static const char hex[] = "0123456789abcdef";
     Py_ssize_t n;
     const char *utf8 = PyUnicode_AsUTF8AndSize(s, &n);
     if (utf8 == NULL) { /* a lone surrogate: json.dumps keeps it, UTF-8 cannot */
@@ -80,30 +109,41 @@ put_string(Out *out, PyObject *s)
     Py_ssize_t run = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)utf8[i];
-        if (c >= 0x20 && c != '"' && c != '\\')
+        char kind = escape_of[c];
+        if (kind == 0)
             continue;
+        unsigned int code = c; /* the character a \u escape names */
+        Py_ssize_t width = 1;  /* the bytes of UTF-8 it replaces */
+        if (kind == 'C') {
+            unsigned char next = (unsigned char)utf8[i + 1];
+            if (next > 0x9F)
+                continue; /* U+00A0-U+00BF: printable */
+            code = next;  /* 0xC2 0x80-0x9F is U+0080-U+009F */
+            width = 2;
+            kind = 'u';
+        }
+        else if (kind == 'E') {
+            unsigned char third = (unsigned char)utf8[i + 2];
+            if ((unsigned char)utf8[i + 1] != 0x80 || (third != 0xA8 && third != 0xA9))
+                continue;
+            code = 0x2000u | (third - 0x80u); /* 0xE2 0x80 0xA8/0xA9 is U+2028/U+2029 */
+            width = 3;
+            kind = 'u';
+        }
         if (put(out, utf8 + run, i - run) < 0)
             return -1;
-        char esc[6] = {'\\', 0, 0, 0, 0, 0};
+        char esc[6] = {'\\', kind, 0, 0, 0, 0};
         Py_ssize_t len = 2;
-        switch (c) {
-        case '"': esc[1] = '"'; break;
-        case '\\': esc[1] = '\\'; break;
-        case '\b': esc[1] = 'b'; break;
-        case '\f': esc[1] = 'f'; break;
-        case '\n': esc[1] = 'n'; break;
-        case '\r': esc[1] = 'r'; break;
-        case '\t': esc[1] = 't'; break;
-        default:
-            esc[1] = 'u';
-            esc[2] = '0';
-            esc[3] = '0';
-            esc[4] = "0123456789abcdef"[c >> 4];
-            esc[5] = "0123456789abcdef"[c & 0xf];
+        if (kind == 'u') {
+            esc[2] = hex[(code >> 12) & 0xf];
+            esc[3] = hex[(code >> 8) & 0xf];
+            esc[4] = hex[(code >> 4) & 0xf];
+            esc[5] = hex[code & 0xf];
             len = 6;
         }
         if (put(out, esc, len) < 0)
             return -1;
+        i += width - 1;
         run = i + 1;
     }
     if (put(out, utf8 + run, n - run) < 0 || put(out, "\"", 1) < 0)
@@ -242,7 +282,7 @@ put_value(Out *out, PyObject *obj, int depth)
 
 PyDoc_STRVAR(dumps_doc,
 "dumps(obj) -> str\n\n"
-"json.dumps(obj, ensure_ascii=False) for dicts with str keys, lists, tuples, str, int,\n"
+"json.dumps(obj, ensure_ascii=False), C1 controls and U+2028/U+2029 escaped, for dicts with str keys, lists, tuples, str, int,\n"
 "float, bool and None; TypeError for anything else.");
 
 static PyObject *
@@ -277,6 +317,7 @@ static struct PyModuleDef json_module = {
 PyMODINIT_FUNC
 PyInit__json(void)
 {
+    fill_escapes();
     PyObject *module = PyModule_Create(&json_module);
     if (module != NULL && PyModule_AddIntConstant(module, "API", JSON_API) < 0) {
         Py_DECREF(module);

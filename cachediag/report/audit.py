@@ -17,6 +17,7 @@ import orjson
 
 from cachediag.analysis.audit import Audit, GroupBy, MissRow, Totals
 from cachediag.analysis.whatif import Policy, WhatIf
+from cachediag.report.serialize import escape_json_utf8
 
 SCHEMA_VERSION = 1
 _STRICT = {"extra": "forbid"}
@@ -212,8 +213,9 @@ def build_report(
 
 def report_json(report: AuditReport) -> bytes:
     """``audit --json``: the report's fields in their declared order, no spaces; the
-    bytes pydantic wrote when these types were its models (a test holds it so)."""
-    return orjson.dumps(report)
+    bytes pydantic wrote when these types were its models (a test holds it so), with
+    the C1 controls and U+2028/U+2029 of log strings escaped as ``analyze --json``'s."""
+    return escape_json_utf8(orjson.dumps(report))
 
 
 def report_dict(report: AuditReport) -> dict[str, Any]:

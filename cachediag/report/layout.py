@@ -5,6 +5,10 @@ Rich squeezes a table that is too wide by folding cells, which cuts ``82,861`` o
 offer narrower renderings (``12.4M`` for ``12,387,553``), columns of lesser use are left
 out, and only a column of words wraps, between words. A line of text wraps between its
 ``·``-separated parts.
+
+Every header, cell and line is passed through ``cachediag.text.sanitize`` here, whoever
+built it: a table or a line that shows a log's text (a model, a session id, a path)
+cannot print its control or reordering characters, even where its caller forgot.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from cachediag.text import sanitize
+
 SEPARATOR = 3
 """Cells in a table without edges are 3 apart: a space, the rule, a space."""
 
@@ -24,6 +30,8 @@ Cell = str | Text
 
 @dataclass(slots=True)
 class Column:
+    """One column of a fitted table; its header and cells are sanitised as it is made."""
+
     header: str
     variants: Sequence[Sequence[Cell]]
     """The cells of every row, widest rendering first; each list as long as the rows."""
@@ -41,6 +49,14 @@ class Column:
     full figures until nothing else makes the table fit."""
     chosen: int = field(default=0, init=False)
 
+    def __post_init__(self) -> None:
+        # Widths are planned on the text that will be shown, so sanitised first.
+        self.header = sanitize(self.header)
+        if self.short_header is not None:
+            self.short_header = sanitize(self.short_header)
+        self.variants = [[safe_cell(c) for c in cells] for cells in self.variants]
+        self.atoms = [sanitize(a) for a in self.atoms]
+
     def cells(self) -> Sequence[Cell]:
         return self.variants[self.chosen]
 
@@ -54,6 +70,19 @@ class Column:
             return self.width()
         words = [w for c in self.cells() for w in _plain(c).split()]
         return max([len(self.header), *(len(w) for w in (*words, *self.atoms))])
+
+
+def safe_cell(cell: Cell) -> Cell:
+    """``cell`` with ``sanitize``'s replacements: one ``?`` a character, so a styled
+    ``Text`` keeps its spans where they were."""
+    if isinstance(cell, str):
+        return sanitize(cell)
+    plain = cell.plain
+    if plain.isascii() and plain.isprintable():
+        return cell
+    safe = cell.copy()
+    safe.plain = sanitize(plain)
+    return safe
 
 
 def _plain(cell: Cell) -> str:
@@ -98,6 +127,7 @@ def fitted_table(
     row_styles: Sequence[str | None] | None = None,
 ) -> Table:
     shown = plan_columns(columns, width)
+    title = None if title is None else sanitize(title)
     table = Table(title=title, show_edge=False, pad_edge=False, expand=False)
     for c in shown:
         header = c.short_header if c.chosen and c.short_header else c.header
@@ -171,8 +201,10 @@ def wrap_parts(
 def text_lines(
     parts: Sequence[str], width: int, *, indent: str = "", style: str = ""
 ) -> RenderableType:
-    """``wrap_parts`` as one rich ``Text`` (printed with ``soft_wrap``: it already fits)."""
-    return Text("\n".join(wrap_parts(parts, width, indent=indent)), style=style)
+    """``wrap_parts`` as one rich ``Text`` (printed with ``soft_wrap``: it already fits),
+    each part sanitised first (a newline inside a part is a ``?``, not a line end)."""
+    safe = [sanitize(p) for p in parts]
+    return Text("\n".join(wrap_parts(safe, width, indent=sanitize(indent))), style=style)
 
 
 def short_path(name: str, width: int) -> str:

@@ -8,6 +8,7 @@ pydantic models that document and validate exactly these shapes.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -27,25 +28,64 @@ if TYPE_CHECKING:  # annotations only: the status line imports this module on it
     from cachediag.analysis.session import SessionAnalysis, StreamAnalysis
 
 
+JSON_API = 2
+"""The ``_json.API`` this code was written for: 2 escapes the C1 controls and U+2028/9 (an
+editable install does not rebuild when ``_json.c`` changes: an older build is not used)."""
+
+
 def _native_dumps() -> Callable[[object], str] | None:
     """The compiled encoder (``_json.c``), unless not built or ``CACHEDIAG_PURE_PYTHON``."""
-    encoder = compiled_module("report._json", 1)
+    encoder = compiled_module("report._json", JSON_API)
     return None if encoder is None else encoder.dumps
 
 
 _DUMPS = _native_dumps()
 
+_ESCAPED = re.compile("[\x80-\x9f\u2028\u2029]")
+"""What JSON output writes as ``\\u`` escapes beyond what ``json.dumps`` does (the C0
+controls): the C1 controls (U+009B is CSI, an escape sequence's start on a terminal that
+``cat``s the output) and the line and paragraph separators (line ends to JavaScript)."""
+_ESCAPED_UTF8 = re.compile(b"\xc2[\x80-\x9f]|\xe2\x80[\xa8\xa9]")
+"""The same characters in UTF-8. Well-formed UTF-8 has no other way to match: 0xC2 and
+0xE2 only ever start a character."""
+
+
+def _escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def _escape_utf8(match: re.Match[bytes]) -> bytes:
+    return f"\\u{ord(match.group().decode()):04x}".encode()
+
+
+def escape_json(text: str) -> str:
+    """JSON text with the characters of ``_ESCAPED`` written as ``\\u`` escapes. Only
+    valid JSON goes in, where such characters can only be inside strings; text that is
+    ASCII (an O(1) test) or holds none of them is returned as it is."""
+    if text.isascii() or _ESCAPED.search(text) is None:
+        return text
+    return _ESCAPED.sub(_escape, text)
+
+
+def escape_json_utf8(data: bytes) -> bytes:
+    """``escape_json`` for JSON in UTF-8 (orjson's): nothing is done unless a 0xC2 or a
+    0xE2 0x80 lead is in ``data`` (a scan as fast as ``memchr``)."""
+    if b"\xc2" not in data and b"\xe2\x80" not in data:
+        return data
+    return _ESCAPED_UTF8.sub(_escape_utf8, data)
+
 
 def json_line(obj: object) -> str:
-    """``json.dumps(obj, ensure_ascii=False)``, the line every JSON output prints: the
-    compiled encoder writes the same text (tests/test_json_native.py) several times
-    faster, and hands what it does not take (another type, a lone surrogate) back."""
+    """``json.dumps(obj, ensure_ascii=False)`` with ``escape_json``'s escapes, the line
+    every JSON output prints: the compiled encoder writes the same text
+    (tests/test_json_native.py) several times faster, and hands what it does not take
+    (another type, a lone surrogate) back."""
     if _DUMPS is not None:
         try:
             return _DUMPS(obj)
         except TypeError:
             pass
-    return json.dumps(obj, ensure_ascii=False)
+    return escape_json(json.dumps(obj, ensure_ascii=False))
 
 
 SCHEMA_VERSION = 2
