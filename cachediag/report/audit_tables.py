@@ -8,7 +8,7 @@ from datetime import UTC, tzinfo
 from rich.console import Group, RenderableType
 
 from cachediag.analysis.whatif import Policy
-from cachediag.report.audit import POLICY_LABELS, AuditReport
+from cachediag.report.audit import POLICY_LABELS, AuditReport, GroupRow
 from cachediag.report.clock import format_minute, zone_label
 from cachediag.report.layout import (
     Column,
@@ -18,12 +18,22 @@ from cachediag.report.layout import (
     short_id,
     text_lines,
 )
-from cachediag.report.tables import format_duration, plural
+from cachediag.report.tables import format_duration, format_usd, plural
 from cachediag.text import sanitize
 
 
 def _usd(value: float | None) -> str:
     return "-" if value is None else f"${value:,.2f}"
+
+
+def _group_usd(row: GroupRow, value: float) -> str:
+    """A group's money: ``unpriced`` when none of its requests had a price."""
+    return "unpriced" if row.requests and row.unpriced_requests >= row.requests else _usd(value)
+
+
+def _cost(row: GroupRow) -> str:
+    shown = _group_usd(row, row.cost_usd)
+    return shown + ("*" if row.unpriced_requests and shown != "unpriced" else "")
 
 
 def _share(value: float | None) -> str:
@@ -82,12 +92,12 @@ def _groups_table(report: AuditReport, width: int, tokens: bool) -> RenderableTy
     columns += [
         Column(
             "cost",
-            [[_usd(r.cost_usd) + ("*" if r.unpriced_requests else "") for r in rows]],
+            [[_cost(r) for r in rows]],
             justify="right",
         ),
         Column(
             "re-caching",
-            [[_usd(r.miss_cost_usd + r.rebuild_cost_usd) for r in rows]],
+            [[_group_usd(r, r.miss_cost_usd + r.rebuild_cost_usd) for r in rows]],
             justify="right",
             keep=95,
         ),
@@ -103,7 +113,7 @@ def _misses_table(report: AuditReport, width: int, zone: tzinfo) -> RenderableTy
         return None
     label = zone_label(zone, misses[0].at)
     columns = [
-        Column("cost", [[_usd(m.cost_usd) for m in misses]], justify="right"),
+        Column("cost", [[format_usd(m.cost_usd) for m in misses]], justify="right"),
         Column(
             f"time ({label})",
             [
@@ -131,14 +141,22 @@ def _misses_table(report: AuditReport, width: int, zone: tzinfo) -> RenderableTy
 def _whatif_table(report: AuditReport, width: int) -> RenderableType:
     policies = report.whatif.policies
     actual = policies[0].cost_usd
+    # Every policy prices the same requests: none priced, no policy has a cost to show.
+    unpriced = _group_usd(report.totals, 0.0) == "unpriced"
     columns = [
         Column("policy", [[POLICY_LABELS.get(p.policy, p.policy) for p in policies]], wraps=True),
-        Column("cost", [[_usd(p.cost_usd) for p in policies]], justify="right"),
+        Column(
+            "cost",
+            [["unpriced" if unpriced else _usd(p.cost_usd) for p in policies]],
+            justify="right",
+        ),
         Column(
             "vs actual",
             [
                 [
-                    "-" if p.policy == Policy.AS_HAPPENED.value else f"{p.cost_usd - actual:+,.2f}"
+                    "-"
+                    if unpriced or p.policy == Policy.AS_HAPPENED.value
+                    else f"{p.cost_usd - actual:+,.2f}"
                     for p in policies
                 ]
             ],
@@ -162,9 +180,9 @@ def audit_tables(
     ]
     summary = [
         plural(t.requests, "request"),
-        _usd(t.cost_usd),
-        f"{plural(t.misses, 'miss', 'misses')} cost {_usd(t.miss_cost_usd)} beyond hits",
-        f"{plural(t.expected_rebuilds, 'expected rebuild')} {_usd(t.rebuild_cost_usd)}",
+        _group_usd(t, t.cost_usd),
+        f"{plural(t.misses, 'miss', 'misses')} cost {_group_usd(t, t.miss_cost_usd)} beyond hits",
+        f"{plural(t.expected_rebuilds, 'expected rebuild')} {_group_usd(t, t.rebuild_cost_usd)}",
         f"re-caching {_share(t.recache_share)} of spend",
     ]
     parts: list[RenderableType] = [

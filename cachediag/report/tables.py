@@ -157,9 +157,18 @@ def misses_table(
     return parts
 
 
+def group_usd(value: float, requests: int, unpriced_requests: int) -> str:
+    """A group's cost: ``unpriced`` when it has requests and none of them had a price (a
+    sum of nothing is not $0.00), else ``format_usd`` of the priced ones."""
+    return format_usd(None if requests and unpriced_requests >= requests else value)
+
+
 def cost_line(a: SessionAnalysis, price_of: PriceFn, pricing_source: str | None) -> str:
-    c = total_costs((e for s in a.streams for e in s.entries), price_of)
-    text = f"Cost: {format_usd(c.cost_usd)} · misses and rebuilds {format_usd(c.miss_cost_usd)}"
+    entries = [e for s in a.streams for e in s.entries]
+    c = total_costs(entries, price_of)
+    cost = group_usd(c.cost_usd, len(entries), c.unpriced_requests)
+    misses = group_usd(c.miss_cost_usd, len(entries), c.unpriced_requests)
+    text = f"Cost: {cost} · misses and rebuilds {misses}"
     if c.unpriced_requests:
         text += f" · {c.unpriced_requests} request(s) unpriced, not counted"
     if c.reported_requests:
@@ -250,6 +259,8 @@ class SessionTotals:
     miss_cost_usd: float = 0.0
     unpriced_requests: int = 0
     priced: bool = False
+    priced_over: int = 0
+    """The requests prices were looked up for (``unpriced_requests`` of them had none)."""
 
     def add(self, a: SessionAnalysis, price_of: PriceFn | None) -> None:
         self.sessions += 1
@@ -259,7 +270,9 @@ class SessionTotals:
             self.misses += pc.misses
             self.expected_rebuilds += pc.expected_rebuilds
         if price_of is not None:
-            c = total_costs((e for s in a.streams for e in s.entries), price_of)
+            entries = [e for s in a.streams for e in s.entries]
+            c = total_costs(entries, price_of)
+            self.priced_over += len(entries)
             self.priced = True
             self.cost_usd += c.cost_usd or 0.0
             self.miss_cost_usd += c.miss_cost_usd or 0.0
@@ -277,8 +290,8 @@ def totals_lines(t: SessionTotals, *, width: int = 80) -> list[RenderableType]:
         parts.append(plural(t.expected_rebuilds, "expected rebuild"))
     if t.priced:
         parts += [
-            f"cost {format_usd(t.cost_usd)}",
-            f"misses and rebuilds {format_usd(t.miss_cost_usd)}",
+            f"cost {group_usd(t.cost_usd, t.priced_over, t.unpriced_requests)}",
+            f"misses and rebuilds {group_usd(t.miss_cost_usd, t.priced_over, t.unpriced_requests)}",
         ]
         if t.unpriced_requests:
             parts.append(f"{plural(t.unpriced_requests, 'request')} unpriced, not counted")
