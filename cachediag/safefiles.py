@@ -124,3 +124,21 @@ def open_private(path: str, flags: int, mode: int = 0o600) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def make_dirs(path: str, mode: int = 0o700) -> bool:
+    """Create ``path`` and any missing folder above it, each with ``mode`` (``os.makedirs``
+    gives the folders above the default mode); whether ``path`` itself was created here.
+    Existing folders are left as they are: checking them is the caller's business."""
+    missing = []
+    probe = os.path.abspath(path)
+    while not os.path.lexists(probe) and os.path.dirname(probe) != probe:
+        missing.append(probe)
+        probe = os.path.dirname(probe)
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, mode)
+        except FileExistsError:
+            if folder == missing[0]:
+                return False  # made by somebody else meanwhile: not ours
+    return bool(missing)

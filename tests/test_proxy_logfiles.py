@@ -4,7 +4,9 @@ the records they hold read back as any cachediag records."""
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
+import os
 import threading
 from pathlib import Path
 
@@ -14,7 +16,8 @@ from click.testing import CliRunner
 from cachediag.cli import main
 from cachediag.errors import CachediagError
 from cachediag.ingest.records import read_records
-from cachediag.proxy.logfiles import CaptureLog, day_file_name, default_log_dir
+from cachediag.proxy import logfiles
+from cachediag.proxy.logfiles import MARKER, CaptureLog, day_file_name, default_log_dir
 from cachediag.proxy.recording import Exchange, build_record
 from tests.proxy_support import sse_events
 
@@ -39,7 +42,7 @@ def test_files_are_private_and_one_per_day(tmp_path: Path) -> None:
     log.close()
     assert folder.stat().st_mode & 0o777 == 0o700
     files = sorted(folder.iterdir())
-    assert [f.name for f in files] == ["2025-11-30.jsonl", "2025-12-01.jsonl"]
+    assert [f.name for f in files] == [MARKER, "2025-11-30.jsonl", "2025-12-01.jsonl"]
     assert all(f.stat().st_mode & 0o777 == 0o600 for f in files)
 
 
@@ -59,7 +62,7 @@ def test_never_writes_through_a_symlink(tmp_path: Path) -> None:
     folder.mkdir(mode=0o700)
     (folder / day_file_name(NOON)).symlink_to(elsewhere)
     log = CaptureLog(folder, keep_days=0)
-    with pytest.raises(OSError):
+    with pytest.raises(CachediagError, match="a symlink"):
         log.append(b"{}", NOON)
     log.close()
     assert elsewhere.read_text() == ""
@@ -84,21 +87,20 @@ def test_concurrent_appends_never_interleave(tmp_path: Path) -> None:
         t.join()
     for log in logs:
         log.close()
-    # A proxy opening the file while another's append is half-way sees no final newline
-    # and adds one: at worst a blank line, which readers skip; never a broken record.
-    lines = [x for x in (tmp_path / day_file_name(NOON)).read_bytes().splitlines() if x]
+    # The appends take turns (flock): no blank line, no broken record.
+    lines = (tmp_path / day_file_name(NOON)).read_bytes().splitlines()
     assert len(lines) == 100 and set(lines) == {line}
 
 
 def test_old_days_are_pruned(tmp_path: Path) -> None:
+    log = CaptureLog(tmp_path / "caps", keep_days=30)  # created here: the proxy's own
     for day in (0, 20, 40):
-        (tmp_path / day_file_name(NOON - day * 86400)).write_text("")
-    (tmp_path / "notes.txt").write_text("not ours")
-    log = CaptureLog(tmp_path, keep_days=30)
+        (log.folder / day_file_name(NOON - day * 86400)).write_text("")
+    (log.folder / "notes.txt").write_text("not ours")
     assert log.prune(now=NOON) == [day_file_name(NOON - 40 * 86400)]
     log.close()
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        [day_file_name(NOON), day_file_name(NOON - 20 * 86400), "notes.txt"]
+    assert sorted(p.name for p in log.folder.iterdir()) == sorted(
+        [MARKER, day_file_name(NOON), day_file_name(NOON - 20 * 86400), "notes.txt"]
     )
 
 
@@ -149,3 +151,182 @@ def test_the_join_reads_a_record_fingerprint_as_the_records_reader_does(tmp_path
     joined = fingerprint_from_json(json.loads(json.dumps(line))["fingerprint"])
     assert record.fingerprint is not None and joined is not None
     assert joined == dataclasses.replace(record.fingerprint, joined=True)
+
+
+def _snapshot(folder: Path) -> tuple[int, int, list[str]]:
+    st = folder.stat()
+    return st.st_mode, st.st_uid, sorted(os.listdir(folder))
+
+
+def test_a_shared_folder_is_refused_and_left_as_it_was(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    (shared / "2020-01-01.jsonl").write_text("somebody's\n")
+    before = _snapshot(shared)
+    with pytest.raises(CachediagError, match=r"mode 777, not 0700.*nothing changed"):
+        CaptureLog(shared)
+    assert _snapshot(shared) == before
+    lax = tmp_path / "lax"
+    lax.mkdir()
+    lax.chmod(0o755)
+    with pytest.raises(CachediagError, match="mode 755"):
+        CaptureLog(lax)
+    assert lax.stat().st_mode & 0o7777 == 0o755 and not list(lax.iterdir())
+
+
+def test_somebody_elses_folder_is_refused_without_a_traceback(tmp_path: Path) -> None:
+    if os.geteuid() == 0:  # root could take it over: give it to somebody else
+        theirs = tmp_path / "theirs"
+        theirs.mkdir(mode=0o700)
+        os.chown(theirs, 65534, 65534)
+    else:  # a folder of root's, which this user cannot change anyway
+        theirs = Path("/")
+    before = _snapshot(theirs)
+    with pytest.raises(CachediagError, match=r"owned by uid \d+, not by you"):
+        CaptureLog(theirs)
+    assert _snapshot(theirs) == before
+
+
+def test_the_command_refuses_a_shared_log_dir_in_one_line(tmp_path: Path) -> None:
+    pytest.importorskip("aiohttp", reason="the proxy extra (aiohttp) is not installed")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    result = CliRunner().invoke(
+        main, ["proxy", "--listen", "127.0.0.1:0", "--log-dir", str(shared)]
+    )
+    assert result.exit_code == 1
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"Error: {shared}: mode 777") and "Traceback" not in result.output
+    assert shared.stat().st_mode & 0o7777 == 0o1777 and not list(shared.iterdir())
+
+
+def test_a_new_folder_and_its_parents_are_created_private(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        CaptureLog(tmp_path / "a" / "b" / "caps", keep_days=0).close()
+        os.umask(0o277)  # a umask that even takes the owner's write bit
+        log = CaptureLog(tmp_path / "c", keep_days=0)
+        log.append(b"{}", NOON)
+        log.close()
+    finally:
+        os.umask(old)
+    for folder in ("a", "a/b", "a/b/caps", "c"):
+        assert (tmp_path / folder).stat().st_mode & 0o777 == 0o700, folder
+    assert (tmp_path / "c" / day_file_name(NOON)).stat().st_mode & 0o777 == 0o600
+
+
+def test_pruning_spares_what_the_proxy_did_not_write(tmp_path: Path) -> None:
+    old = day_file_name(NOON - 400 * 86400)
+    # A private folder of the user's that already held files: used, never pruned.
+    mine = tmp_path / "journal"
+    mine.mkdir(mode=0o700)
+    (mine / "2020-01-01.jsonl").write_text("my own notes\n")
+    log = CaptureLog(mine, keep_days=30)
+    assert not log.owns_folder
+    log.append(b"{}", NOON)
+    assert log.prune(now=NOON) == []
+    log.close()
+    assert (mine / "2020-01-01.jsonl").read_text() == "my own notes\n"
+    assert not (mine / MARKER).exists()
+    # The proxy's own folder: only its exact names, regular files, never a link's target.
+    log = CaptureLog(tmp_path / "caps", keep_days=30)
+    folder = log.folder
+    kept = ["2020-01-01.jsonl.bak", "2020-13-01.jsonl", "2020-02-30.jsonl", "x2020-01-01.jsonl",
+            "\u0662020-01-01.jsonl", "2020-01-01.jsonl\n"]  # fmt: skip
+    for name in [old, *kept]:
+        (folder / name).write_text("x\n")
+    target = tmp_path / "elsewhere.jsonl"
+    target.write_text("keep me\n")
+    (folder / "2019-05-05.jsonl").symlink_to(target)
+    (folder / "2019-05-06.jsonl").mkdir()
+    assert log.prune(now=NOON) == [old]
+    log.close()
+    assert target.read_text() == "keep me\n"
+    left = set(os.listdir(folder))
+    assert left == {MARKER, *kept, "2019-05-05.jsonl", "2019-05-06.jsonl"}
+
+
+def test_an_empty_folder_given_becomes_the_proxys(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir(mode=0o700)
+    log = CaptureLog(empty, keep_days=30)
+    assert log.owns_folder and (empty / MARKER).is_file()
+    log.close()
+
+
+def test_a_full_disk_writes_nothing_and_the_next_record_stands_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = CaptureLog(tmp_path / "caps", keep_days=0)
+    log.append(b'{"at": 1}', NOON)
+    path = log.folder / day_file_name(NOON)
+    before = path.read_bytes()
+    calls = []
+
+    def full_disk(fd: int, data: bytes) -> int:
+        calls.append(len(data))
+        if len(calls) == 1:  # a short write, then no space at all
+            return os.write(fd, data[:5])
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(logfiles, "_write", full_disk)
+    with pytest.raises(OSError) as failed:
+        log.append(b'{"at": 2, "pad": "' + b"x" * 100 + b'"}', NOON)
+    assert failed.value.errno == errno.ENOSPC and len(calls) == 2
+    assert path.read_bytes() == before  # not half a record
+    monkeypatch.setattr(logfiles, "_write", lambda fd, data: 0)  # a write that writes nothing
+    with pytest.raises(OSError):
+        log.append(b'{"at": 3}', NOON)
+    assert path.read_bytes() == before
+    monkeypatch.undo()
+    log.append(b'{"at": 4}', NOON)
+    log.close()
+    assert path.read_bytes().splitlines() == [b'{"at": 1}', b'{"at": 4}']
+
+
+def test_a_recorder_on_a_full_disk_counts_the_record_as_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cachediag.proxy.recording import Recorder
+
+    def full_disk(fd: int, data: bytes) -> int:
+        if len(data) < 100:  # the disk filled up part-way through the record
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return os.write(fd, data[: len(data) // 2])
+
+    log = CaptureLog(tmp_path / "caps", keep_days=0)
+    recorder = Recorder(log, offload=False)
+    monkeypatch.setattr(logfiles, "_write", full_disk)
+    recorder.submit(exchange("m1", [{"role": "user", "content": "a"}], NOON))
+    recorder.close()
+    assert (recorder.written, recorder.failed) == (0, 1)
+    assert (log.folder / day_file_name(NOON)).read_bytes() == b""
+
+
+def test_a_torn_line_is_one_bad_line_between_whole_records(tmp_path: Path) -> None:
+    turns = [{"role": "user", "content": "a"}]
+    first = json.dumps(build_record(exchange("m1", turns, NOON))).encode()
+    path = tmp_path / day_file_name(NOON)
+    path.write_bytes(first + b"\n" + first[: len(first) // 2])  # a crash mid-record
+    log = CaptureLog(tmp_path, keep_days=0)
+    log.append(json.dumps(build_record(exchange("m2", turns, NOON + 5))).encode(), NOON)
+    log.close()
+    session = read_records(path.read_bytes().splitlines(keepends=True), str(path), "s")
+    assert [r.message_id for r in session.streams["main"].requests] == ["m1", "m2"]
+    assert [i.line for i in session.issues] == [2]
+
+
+def test_a_hard_linked_day_file_is_not_written_into(tmp_path: Path) -> None:
+    other = tmp_path / "other.jsonl"
+    other.write_text("not a capture\n")
+    other.chmod(0o644)
+    folder = tmp_path / "caps"
+    folder.mkdir(mode=0o700)
+    os.link(other, folder / day_file_name(NOON))
+    log = CaptureLog(folder, keep_days=0)
+    with pytest.raises(CachediagError, match="hard link"):
+        log.append(b"{}", NOON)
+    log.close()
+    assert other.read_text() == "not a capture\n" and other.stat().st_mode & 0o777 == 0o644
