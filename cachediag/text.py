@@ -6,7 +6,9 @@ or a price source with ``ESC [ 31 m`` (colours), ``ESC ] 0 ;`` (the window title
 ``BEL``, a carriage return that overwrites what was printed, or bidirectional-override
 characters that show text in another order than it is. Every human-facing output
 (tables, watch lines, the status line, notes on stderr) passes such text through
-``sanitize``; JSON output escapes control characters by itself.
+``sanitize`` (the table helpers of ``report.layout`` and ``report.console.SafeConsole``
+do it themselves); JSON output escapes the C0 and C1 controls (``report.serialize``);
+the HTML report replaces ``BIDI_CONTROLS`` (``report.html.page``).
 
 Standard library only, no ``re``: the status line's warm path imports this.
 """
@@ -14,6 +16,10 @@ Standard library only, no ``re``: the status line's warm path imports this.
 from __future__ import annotations
 
 REPLACEMENT = "?"
+
+BIDI_CONTROLS = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+"""The marks, embeddings, overrides and isolates of the Unicode bidi algorithm: in a log
+string they can reorder the text around it (U+202E shows what follows backwards)."""
 
 _UNSAFE: dict[int, str] = {c: REPLACEMENT for c in range(0x20)}
 _UNSAFE.update({c: REPLACEMENT for c in range(0x7F, 0xA0)})  # DEL and the C1 controls

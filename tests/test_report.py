@@ -68,6 +68,20 @@ def test_embedded_json_cannot_close_its_element(text: str) -> None:
     assert json.loads(embedded) == {"model": text}
 
 
+@pytest.mark.parametrize("control", ["\u202e", "\u202a", "\u2066", "\u2069", "\u200f", "\u061c"])
+def test_embedded_json_holds_no_bidi_control(control: str) -> None:
+    """A log string's bidi override, embedding, isolate or mark cannot reach the page,
+    where it would reorder the report's own text: each is a ``?``."""
+    embedded = embed_json({"project": f"/home/a{control}b", "é": "c"})
+    assert control not in embedded
+    assert json.loads(embedded) == {"project": "/home/a?b", "é": "c"}
+
+
+def test_title_holds_no_bidi_control() -> None:
+    html, _ = make_report("--title", "cost\u202e report", str(SPOTTER_SESSION))
+    assert "\u202e" not in html and "<title>cost? report</title>" in html
+
+
 def test_session_data_is_what_analyze_json_shows() -> None:
     _, data = make_report(str(SPOTTER_SESSION))
     obj = analyze_requests(SPOTTER_SESSION)

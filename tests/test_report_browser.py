@@ -68,7 +68,7 @@ def browser() -> Iterator[Any]:
 class Opened:
     """A page loaded from disk, with what it logged and every request it made."""
 
-    def __init__(self, context: Any, path: Path) -> None:
+    def __init__(self, context: Any, path: Path, fragment: str = "") -> None:
         self.console: list[tuple[str, str]] = []
         self.requests: list[str] = []
         self.page = context.new_page()
@@ -77,7 +77,7 @@ class Opened:
         # Every request goes through here; anything but the file itself is refused.
         self.page.route("**/*", self._route)
         self.url = path.resolve().as_uri()
-        self.page.goto(self.url)
+        self.page.goto(self.url + fragment)
         self.page.wait_for_selector("body[data-ready='1']", timeout=20_000)
 
     def _route(self, route: Any) -> None:
@@ -276,5 +276,107 @@ def test_capture_side_calls_share_a_lane_and_tool_names_show(
         assert cause == "tools_changed (+WebFetch; -LS)"  # as explain names them
         assert opened.errors() == []
         assert opened.requests == [opened.url]
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize(
+    "fragment", ["#miss=%E0%A4%A", "#session=0&miss=%E0%A4%A", "#%E0=1&session=%", "#__proto__=x"]
+)
+def test_a_malformed_fragment_is_passed_over(
+    browser: Any, tmp_path_factory: pytest.TempPathFactory, fragment: str
+) -> None:
+    """A link anyone can write: a part that does not decode is ignored, the page drawn."""
+    path = write_report(tmp_path_factory.mktemp("fragment"), str(SPOTTER_SESSION))
+    opened = Opened(browser, path, fragment)
+    try:
+        assert opened.errors() == []
+        assert opened.page.locator("#miss-table tbody tr").count() > 0
+        assert opened.page.locator("#timeline canvas").count() >= 1
+    finally:
+        opened.page.close()
+
+
+BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+RECT_OF = """([root, needle]) => {
+  const walker = document.createTreeWalker(document.getElementById(root), NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const i = n.data.indexOf(needle);
+    if (i < 0) continue;
+    const range = document.createRange();
+    range.setStart(n, i);
+    range.setEnd(n, i + needle.length);
+    const box = range.getBoundingClientRect();
+    return [box.left, box.right];
+  }
+  return null;
+}"""
+
+
+@pytest.mark.parametrize(
+    ("project", "shown"),
+    [("/home/LEFT\u202eRIGHT", "RIGHT"), ("/home/\u0645\u0634\u0631\u0648\u0639", "\u0645")],
+    ids=["override", "arabic"],
+)
+def test_log_text_cannot_reorder_the_report_text(
+    browser: Any, tmp_path_factory: pytest.TempPathFactory, project: str, shown: str
+) -> None:
+    """A project folder (from the transcripts' cwd) with a right-to-left override, or in
+    Arabic: the session line still reads project, then its start and end, in order."""
+    tmp = tmp_path_factory.mktemp("bidi")
+    folder = tmp / "p"
+    folder.mkdir()
+    text = (RULES / "model_changed.jsonl").read_text()
+    text = text.replace("/home/USER/project", json.dumps(project)[1:-1])
+    text = text.replace("claude-sonnet-4-5-20250929", "model\\u202eledom")
+    (folder / "00000000-0000-4000-8000-000000000000.jsonl").write_text(text)
+    path = write_report(tmp, str(folder))
+    (session,) = _page_data(path)["sessions"]
+    start = datetime.fromtimestamp(session["first_at"], UTC).strftime("%Y-%m-%d %H:%M")
+    opened = Opened(browser, path)
+    page = opened.page
+    try:
+        meta = page.locator("#session-meta").inner_text()
+        assert not BIDI.findall(meta), meta
+        assert not BIDI.findall(page.locator("#miss-table").inner_text())
+        # One line, so that left and right compare (the source path would wrap it).
+        page.evaluate("document.getElementById('session-meta').style.whiteSpace = 'nowrap'")
+        name = page.evaluate(RECT_OF, ["session-meta", shown])
+        when = page.evaluate(RECT_OF, ["session-meta", start])
+        utc = page.evaluate(RECT_OF, ["session-meta", " UTC"])
+        assert name is not None and when is not None and utc is not None, meta
+        # Left to right: the project's name, the session's start, then "UTC".
+        assert name[1] <= when[0] and when[1] <= utc[0], (name, when, utc)
+        assert opened.errors() == []
+    finally:
+        page.close()
+
+
+def _page_data(path: Path) -> dict[str, Any]:
+    html = path.read_text(encoding="utf-8")
+    match = re.search(r'<script id="cachediag-data" type="application/json">(.*?)</script>', html)
+    assert match is not None
+    data: dict[str, Any] = json.loads(match.group(1))
+    return data
+
+
+def test_a_session_without_prices_shows_unpriced(
+    browser: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """No price for any of its requests: unpriced, where $0.00 was shown."""
+    tmp = tmp_path_factory.mktemp("unpriced")
+    prices = tmp / "prices.json"
+    prices.write_text(json.dumps({"source": "none of these", "models": {}}))
+    opened = Opened(browser, write_report(tmp, "--pricing", str(prices), str(SPOTTER_SESSION)))
+    page = opened.page
+    try:
+        picker = page.locator("#session-picker option").first.inner_text()
+        assert "unpriced" in picker and "$" not in picker, picker
+        cards = page.locator("#totals .card .v")
+        values = [cards.nth(i).inner_text() for i in range(cards.count())]
+        assert values[2] == "unpriced", values
+        assert "unpriced" in values[3] and "$" not in values[3], values
+        assert "$0.00" not in page.locator("#session-summary").inner_text()
+        assert opened.errors() == []
     finally:
         page.close()

@@ -5,6 +5,9 @@ Content-Security-Policy forbids every fetch, and only scripts carrying this file
 nonce run: even a string that slipped past escaping could not execute. Strings from
 logs reach the page only as JSON data (``<``, ``>``, ``&`` escaped so it cannot close
 its ``<script>`` element), and the page's script puts them in as text, never as markup.
+Their bidi controls (``text.BIDI_CONTROLS``: overrides, embeddings, isolates, marks) are
+replaced by ``?`` in that data, so a log string cannot reorder the report's own text;
+the script isolates each log string where it sits inside a line of its own text.
 """
 
 from __future__ import annotations
@@ -17,12 +20,15 @@ from functools import cache
 from importlib.resources import files
 from typing import Any
 
+from cachediag.text import BIDI_CONTROLS, REPLACEMENT
+
 ECHARTS_VERSION = "6.1.0"
 ECHARTS_FILE = "echarts.common.min.js"
 SCRIPT_FILES = ("report-base.js", "report-overview.js", "report-session.js", "report-main.js")
 """The page's own script, in parts that share one scope (helpers first, start-up last)."""
 
 _MARKER = re.compile(r"/\*@(\w+)@\*/")
+_BIDI = re.compile("[" + "".join(map(chr, BIDI_CONTROLS)) + "]")
 
 
 @cache
@@ -32,8 +38,11 @@ def _asset(name: str) -> str:
 
 def embed_json(data: Any) -> str:
     """JSON that is safe inside ``<script type="application/json">``: no ``</script>``,
-    no ``<!--``, no line separators that old parsers treat as line ends."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    no ``<!--``, no line separators that old parsers treat as line ends, no bidi control
+    (each a ``?``: only inside strings can JSON hold one)."""
+    text = neutralise_bidi(
+        json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    )
     for raw, escaped in (
         ("&", "\\u0026"),
         ("<", "\\u003c"),
@@ -45,6 +54,11 @@ def embed_json(data: Any) -> str:
     return text
 
 
+def neutralise_bidi(text: str) -> str:
+    """``text`` with every bidi control a ``?`` (text that is ASCII: an O(1) test)."""
+    return text if text.isascii() else _BIDI.sub(REPLACEMENT, text)
+
+
 def _app_script() -> str:
     parts = "".join(_asset(name) for name in SCRIPT_FILES)
     return f'(function () {{\n  "use strict";\n{parts}}})();\n'
@@ -54,7 +68,7 @@ def render_page(data: dict[str, Any], title: str) -> str:
     """The whole HTML document. ``title`` is plain text (escaped here)."""
     nonce = secrets.token_urlsafe(18)
     pieces = {
-        "title": html.escape(title),
+        "title": html.escape(neutralise_bidi(title)),
         "nonce": nonce,
         "css": _asset("report.css"),
         "data": embed_json(data),

@@ -1,5 +1,8 @@
 /* cachediag report: draws the embedded data with ECharts. Every string that came from a
-   log is put into the page with textContent, or through esc() into tooltip markup. */
+   log is put into the page with textContent, or through esc() into tooltip markup; where
+   it sits inside the report's own text it is isolated (bdi(), isoText(), escIso()), so
+   right-to-left text in it cannot reorder what surrounds it. Bidi controls from logs are
+   neutralised before the data is embedded (report/html/page.py). */
   var DATA = JSON.parse(document.getElementById("cachediag-data").textContent);
   var OV = DATA.overview;
   var SESSIONS = DATA.sessions;
@@ -17,6 +20,11 @@
       return { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c];
     });
   }
+  // A log string inside the report's text: its own bidi paragraph, in markup (escIso),
+  // in a node (bdi) or where only text goes, such as an <option> (isoText: FSI ... PDI).
+  function escIso(value) { return "<bdi>" + esc(value) + "</bdi>"; }
+  function bdi(value) { return el("bdi", { text: String(value) }); }
+  function isoText(value) { return "\u2068" + value + "\u2069"; }
   function tokens(n) { return n == null ? "-" : Number(n).toLocaleString("en-US"); }
   function usd(v, digits) {
     if (v == null) return "unpriced";
@@ -24,6 +32,12 @@
       minimumFractionDigits: digits || 2, maximumFractionDigits: digits || 2
     });
   }
+  // A group's money (a row of the audit, a session's cost): "unpriced" when it has
+  // requests and none of them had a price, as the terminal tables say; never $0.00.
+  function groupUsd(v, requests, unpriced) {
+    return requests && unpriced >= requests ? "unpriced" : usd(v);
+  }
+  function rowUsd(row, v) { return groupUsd(v, row.requests, row.unpriced_requests); }
   function share(v) { return v == null ? "-" : (v * 100).toFixed(1) + "%"; }
   function pad(n) { return (n < 10 ? "0" : "") + n; }
   function duration(s) {

@@ -1,9 +1,16 @@
   // ---- navigation: #session=N&miss=stream:index ----
+  // Anyone can write a link's fragment: a part that is not well-formed (#miss=%E0%A4%A)
+  // is passed over, the rest still read.
   function fromHash() {
-    var params = {};
+    var params = Object.create(null);
     location.hash.replace(/^#/, "").split("&").forEach(function (kv) {
       var i = kv.indexOf("=");
-      if (i > 0) params[kv.slice(0, i)] = decodeURIComponent(kv.slice(i + 1));
+      if (i <= 0) return;
+      try {
+        params[kv.slice(0, i)] = decodeURIComponent(kv.slice(i + 1));
+      } catch (e) {
+        if (!(e instanceof URIError)) throw e;
+      }
     });
     var n = parseInt(params.session, 10);
     return { n: n >= 0 && n < SESSIONS.length ? n : null, miss: params.miss || null };

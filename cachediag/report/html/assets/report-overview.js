@@ -1,16 +1,18 @@
   // ---- overview: totals, spend by cause and by day, top misses, what-if ----
   function drawOverview() {
     var t = OV.totals;
-    document.getElementById("meta").textContent =
+    var meta = document.getElementById("meta");
+    meta.textContent =
       OV.sessions + " session(s), " + utc(OV.first_at, true).slice(0, 16) + " to " +
       utc(OV.last_at, true).slice(0, 16) + " UTC" +
       (OV.since || OV.until ? " · window " + (OV.since || "…") + " to " + (OV.until || "…") : "") +
-      " · prices: " + OV.pricing_source;
+      " · prices: ";
+    meta.appendChild(bdi(OV.pricing_source));
     var cards = [
       ["sessions", String(OV.sessions)], ["requests", tokens(t.requests)],
-      ["cost", usd(t.cost_usd) + (t.unpriced_requests ? "*" : "")],
-      ["misses", tokens(t.misses) + " · " + usd(t.miss_cost_usd)],
-      ["expected rebuilds", tokens(t.expected_rebuilds) + " · " + usd(t.rebuild_cost_usd)],
+      ["cost", rowUsd(t, t.cost_usd) + (t.unpriced_requests && t.unpriced_requests < t.requests ? "*" : "")],
+      ["misses", tokens(t.misses) + " · " + rowUsd(t, t.miss_cost_usd)],
+      ["expected rebuilds", tokens(t.expected_rebuilds) + " · " + rowUsd(t, t.rebuild_cost_usd)],
       ["re-caching share of spend", share(t.recache_share)],
       ["tokens read from cache", compact(t.cache_read_tokens)],
       ["tokens written to cache", compact(t.cache_creation_tokens)]
@@ -22,8 +24,11 @@
       ]));
     });
     if (OV.unpriced_models && OV.unpriced_models.length) {
-      box.appendChild(el("p", { class: "dim", text: "* " + tokens(t.unpriced_requests) +
-        " request(s) unpriced (no price for " + OV.unpriced_models.join(", ") + "): not counted" }));
+      box.appendChild(el("p", { class: "dim" }, [
+        document.createTextNode("* " + tokens(t.unpriced_requests) + " request(s) unpriced (no price for "),
+        bdi(OV.unpriced_models.join(", ")),
+        document.createTextNode("): not counted")
+      ]));
     }
     drawByCause();
     drawByDay();
@@ -50,9 +55,9 @@
         trigger: "axis", axisPointer: { type: "shadow" }, confine: true,
         formatter: function (ps) {
           var row = rows[ps[0].dataIndex];
-          return "<b>" + esc(row.key) + "</b><br>" + tokens(row.requests) + " requests · " +
-            tokens(row.misses) + " misses<br>cost " + usd(row.cost_usd) + "<br>re-caching " +
-            usd(row.miss_cost_usd + row.rebuild_cost_usd) + " (" + share(row.recache_share) + ")";
+          return "<b>" + escIso(row.key) + "</b><br>" + tokens(row.requests) + " requests · " +
+            tokens(row.misses) + " misses<br>cost " + rowUsd(row, row.cost_usd) + "<br>re-caching " +
+            rowUsd(row, row.miss_cost_usd + row.rebuild_cost_usd) + " (" + share(row.recache_share) + ")";
         }
       },
       xAxis: moneyAxis(),
@@ -80,8 +85,8 @@
         formatter: function (ps) {
           var row = rows[ps[0].dataIndex];
           return "<b>" + esc(row.key) + "</b> (" + esc(OV.days_in) + ")<br>" + tokens(row.requests) + " requests<br>cost " +
-            usd(row.cost_usd) + "<br>misses " + tokens(row.misses) + ": " + usd(row.miss_cost_usd) +
-            "<br>rebuilds " + tokens(row.expected_rebuilds) + ": " + usd(row.rebuild_cost_usd);
+            rowUsd(row, row.cost_usd) + "<br>misses " + tokens(row.misses) + ": " + rowUsd(row, row.miss_cost_usd) +
+            "<br>rebuilds " + tokens(row.expected_rebuilds) + ": " + rowUsd(row, row.rebuild_cost_usd);
         }
       },
       dataZoom: rows.length > 31 ? [{ type: "inside" }, { type: "slider", height: 18, bottom: 4 }] : [],

@@ -3,8 +3,9 @@
     var picker = document.getElementById("session-picker");
     SESSIONS.forEach(function (s, i) {
       var misses = s.events.filter(function (e) { return e.outcome === "miss"; }).length;
-      var label = utc(s.first_at, true).slice(0, 16) + " · " + s.session_id.slice(0, 8) +
-        (s.project ? " · " + s.project : "") + " · " + usd(s.cost ? s.cost.cost_usd : null) +
+      var cost = s.cost ? groupUsd(s.cost.cost_usd, s.totals.requests, s.cost.unpriced_requests) : usd(null);
+      var label = utc(s.first_at, true).slice(0, 16) + " · " + isoText(s.session_id.slice(0, 8)) +
+        (s.project ? " · " + isoText(s.project) : "") + " · " + cost +
         " · " + misses + " miss" + (misses === 1 ? "" : "es");
       picker.appendChild(el("option", { value: String(i), text: label }));
     });
@@ -16,9 +17,14 @@
   function drawSession(n, focus) {
     var s = SESSIONS[n];
     document.getElementById("session-picker").value = String(n);
-    document.getElementById("session-meta").textContent = s.session_id + " · " + s.source +
-      " · " + s.format + (s.project ? " · project " + s.project : "") + " · " +
-      utc(s.first_at, true).slice(0, 16) + " - " + utc(s.last_at, true).slice(0, 16) + " UTC";
+    var meta = document.getElementById("session-meta");
+    meta.textContent = "";
+    [bdi(s.session_id), " · ", bdi(s.source), " · " + s.format,
+     s.project ? " · project " : null, s.project ? bdi(s.project) : null,
+     " · " + utc(s.first_at, true).slice(0, 16) + " - " + utc(s.last_at, true).slice(0, 16) + " UTC"
+    ].forEach(function (part) {
+      if (part !== null) meta.appendChild(typeof part === "string" ? document.createTextNode(part) : part);
+    });
     var summary = document.getElementById("session-summary");
     summary.textContent = "";
     var folded = null;
@@ -143,19 +149,19 @@
         return (parts[0] === "alive" ? "cache alive" : "<b>cache expired</b> (pause past the TTL)") +
           "<br>" + utc(start) + " - " + utc(end) + " UTC · " + duration(end - start);
       }
-      if (p.componentType === "markLine") return esc(p.name) + "<br>" + utc(p.data.xAxis / 1000, true) + " UTC";
+      if (p.componentType === "markLine") return escIso(p.name) + "<br>" + utc(p.data.xAxis / 1000, true) + " UTC";
       if (p.seriesName === "events") {
         var e = s.events[p.value[2]];
-        return "<b>" + esc(e.outcome === "miss" ? "miss" : "expected rebuild") + "</b> · " + esc(e.stream) +
+        return "<b>" + esc(e.outcome === "miss" ? "miss" : "expected rebuild") + "</b> · " + escIso(e.stream) +
           " #" + e.index + "<br>" + utc(e.at, true) + " UTC, after " + duration(e.gap_s) +
-          "<br>cause: " + esc(causeText(e)) + "<br>re-processed " + tokens(e.reprocessed_tokens) +
+          "<br>cause: " + escIso(causeText(e)) + "<br>re-processed " + tokens(e.reprocessed_tokens) +
           " tokens · " + usd(e.miss_cost_usd) + " beyond a hit";
       }
       var lane = s.lanes[p.seriesIndex === undefined ? 0 : laneOfSeries[p.seriesIndex]];
       var c = lane.columns, i = p.data[2];
-      return "<b>" + esc(c.stream ? c.stream[i] : lane.label) + " #" + c.index[i] + "</b> · " +
+      return "<b>" + escIso(c.stream ? c.stream[i] : lane.label) + " #" + c.index[i] + "</b> · " +
         esc(c.outcome[i]) + "<br>" +
-        utc(c.at[i], true) + " UTC · " + esc(s.models[c.model[i]] || "(no model)") +
+        utc(c.at[i], true) + " UTC · " + escIso(s.models[c.model[i]] || "(no model)") +
         "<br>read " + tokens(c.read[i]) + " · written " + tokens(c.written[i]) + " · uncached " +
         tokens(c.input[i]) + "<br>output " + tokens(c.output[i]) + " · cost " + usd(c.cost[i], 4) +
         (i && !c.stream ? "<br>" + duration(c.at[i] - c.at[i - 1]) + " after the previous request" : "");
