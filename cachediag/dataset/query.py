@@ -12,12 +12,14 @@ output lists them.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import os
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,7 @@ from cachediag.dataset.sql import (
     candidate_files_sql,
     miss_floor_sql,
     top_misses_sql,
+    zone_offsets,
 )
 from cachediag.errors import CachediagError, InputError
 
@@ -263,6 +266,19 @@ def _fill(audit: Audit, con: Any, qs: AuditQueries, by: GroupBy, session_lines: 
         )
 
 
+def _with_offsets(con: Any, by: GroupBy, window: Window) -> Window:
+    """``window`` with its zone's offsets over the data when days, weeks or months are
+    keys in another zone than UTC (``sql.Window``)."""
+    if by not in (GroupBy.DAY, GroupBy.WEEK, GroupBy.MONTH):
+        return window
+    if window.zone is UTC or getattr(window.zone, "key", None) in ("UTC", "Etc/UTC"):
+        return window
+    [(first, last)] = _fetch_all(con, f"SELECT min(at_s), max(at_s) FROM {TABLE}")
+    if first is None:
+        return window
+    return dataclasses.replace(window, offsets=zone_offsets(window.zone, first, last))
+
+
 def run_audit(
     paths: Sequence[Path],
     by: GroupBy,
@@ -285,6 +301,7 @@ def run_audit(
     con = _connect(duckdb, spill, memory_limit)
     try:
         con.execute(_view(TABLE, files))
+        window = _with_offsets(con, by, window)
         qs = audit_queries(by, window, Dialect.DUCKDB, top, by_file=True)
         for statement in qs.parts:
             con.execute(statement)

@@ -13,9 +13,10 @@ from the few files that hold them (``by_file``), not from every file a second ti
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from datetime import UTC, tzinfo
+from datetime import UTC, datetime, tzinfo
 from enum import StrEnum
 
 from cachediag.analysis.audit import GAP_BUCKETS, GroupBy, Totals
@@ -49,6 +50,55 @@ class Window:
     until: float | None = None
     zone: tzinfo = UTC
     """Where days, weeks and months begin."""
+    offsets: tuple[tuple[float, float], ...] | None = None
+    """The zone's UTC offsets over the data (``zone_offsets``), for DuckDB running the
+    audit: local times are then made from Python's zone rules, as over the logs, so any
+    zone ``--timezone`` takes works (``posix/...``, ``localtime``) and gives the same
+    days; ``None``: the engine's own zone of that name (printed SQL)."""
+
+
+_MAX_STEPS = 1_000_000
+
+
+def zone_offsets(zone: tzinfo, start: float, end: float) -> tuple[tuple[float, float], ...]:
+    """``(from_s, offset_s)`` of each stretch of ``[start, end]`` over which ``zone``
+    keeps one UTC offset (the first stretch from ``start``): the offset is looked at
+    hour by hour (no zone has changed twice within one), each change found to the
+    second by bisection."""
+
+    def offset(at: float) -> float:
+        delta = datetime.fromtimestamp(at, zone).utcoffset()
+        return 0.0 if delta is None else delta.total_seconds()
+
+    start, end = math.floor(start), math.ceil(end)
+    step = max(3600, (end - start) // _MAX_STEPS + 1)
+    found = [(float(start), offset(start))]
+    at = start
+    while at < end:
+        nxt = min(at + step, end)
+        now = offset(nxt)
+        if now != found[-1][1]:
+            lo, hi = at, nxt  # offset(lo) is the last one, offset(hi) the new one
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if offset(mid) == now:
+                    hi = mid
+                else:
+                    lo = mid
+            found.append((float(hi), now))
+        at = nxt
+    return tuple(found)
+
+
+def _local_seconds(offsets: tuple[tuple[float, float], ...], at: str) -> str:
+    """SQL of ``at`` (epoch seconds) plus the UTC offset in force then."""
+    if len(offsets) == 1:
+        return f"({at} + {offsets[0][1]!r})"
+    cases = " ".join(
+        f"WHEN {at} < {start!r} THEN {off!r}"
+        for (start, _), (_, off) in zip(offsets[1:], offsets, strict=False)
+    )
+    return f"({at} + CASE {cases} ELSE {offsets[-1][1]!r} END)"
 
 
 _STRING = {Dialect.DUCKDB: "VARCHAR", Dialect.SPARK: "STRING"}
@@ -73,11 +123,13 @@ def zone_name(zone: tzinfo) -> str:
     return name
 
 
+_PATTERN = {GroupBy.DAY: "%Y-%m-%d", GroupBy.WEEK: "%G-W%V", GroupBy.MONTH: "%Y-%m"}
+
+
 def _calendar(by: GroupBy, d: Dialect, zone: str) -> str:
     q = _quoter(d)
     if d is Dialect.DUCKDB:
-        pattern = {GroupBy.DAY: "%Y-%m-%d", GroupBy.WEEK: "%G-W%V", GroupBy.MONTH: "%Y-%m"}
-        return f"strftime(timezone('{zone}', {q('at')}), '{pattern[by]}')"
+        return f"strftime(timezone('{zone}', {q('at')}), '{_PATTERN[by]}')"
     # Spark formats a timestamp in its session time zone, which ``audit_sql`` says to set.
     local = q("at")
     if by is GroupBy.DAY:
@@ -93,8 +145,14 @@ def _calendar(by: GroupBy, d: Dialect, zone: str) -> str:
     )
 
 
-def group_key(by: GroupBy, d: Dialect, zone: tzinfo = UTC) -> str:
-    """The SQL of one ``--by`` key, with the transcript audit's names for missing values."""
+def group_key(
+    by: GroupBy,
+    d: Dialect,
+    zone: tzinfo = UTC,
+    offsets: tuple[tuple[float, float], ...] | None = None,
+) -> str:
+    """The SQL of one ``--by`` key, with the transcript audit's names for missing values
+    (``offsets``: see ``Window``)."""
     q, s = _quoter(d), _STRING[d]
     keys = {
         GroupBy.SESSION: q("session_id"),
@@ -109,6 +167,10 @@ def group_key(by: GroupBy, d: Dialect, zone: tzinfo = UTC) -> str:
     if by in keys:
         return keys[by]
     if by in (GroupBy.DAY, GroupBy.WEEK, GroupBy.MONTH):
+        if offsets is not None and d is Dialect.DUCKDB:
+            local = _local_seconds(offsets, q("at_s"))
+            micros = f"CAST(round({local} * 1000000) AS BIGINT)"
+            return f"strftime(make_timestamp({micros}), '{_PATTERN[by]}')"
         name = zone_name(zone)
         if by is GroupBy.DAY and name == "UTC":
             # The partition itself; its value comes back typed (a date): the key is text.
@@ -176,7 +238,7 @@ def parts_sql(by: GroupBy, w: Window, d: Dialect, *, by_file: bool = False) -> l
     (``candidate_files_sql``) instead of passing over every file a second time."""
     q = _quoter(d)
     keys = [*map(q, SESSION_KEYS), q("pricing_source"), *([q(FILE)] if by_file else [])]
-    key = group_key(by, d, w.zone)
+    key = group_key(by, d, w.zone, w.offsets)
     dearest = (
         [f"MAX(CASE WHEN {_is_miss(q)} THEN {_miss_rank(q)} END) AS {q('top_miss_cost')}"]
         if by_file
