@@ -17,7 +17,13 @@ from datetime import UTC, tzinfo
 from pathlib import Path
 from typing import IO, Generic, TypeVar
 
-from cachediag.analysis.audit import Audit, SessionAudit, audit_session
+from cachediag.analysis.audit import (
+    Audit,
+    SessionAudit,
+    audit_session,
+    valid_or_none,
+    valid_text,
+)
 from cachediag.analysis.session import SessionAnalysis
 from cachediag.model import LineIssue, RequestRecord, SessionLog
 from cachediag.pipeline import Run
@@ -43,6 +49,20 @@ def _id_hash(message_id: str | None, request_id: str | None) -> int | None:
     return None
 
 
+def writable_names(log: SessionLog) -> None:
+    """The names of ``log`` (session, file, project, streams) made writable in UTF-8
+    (``valid_text``): a folder or file name in other bytes, or a lone surrogate in the
+    log's JSON, would stop every writer (JSON, HTML, Parquet) of the audit, the report
+    and the export; here, once for all of them, before anything is made of the log."""
+    log.session_id = valid_text(log.session_id)
+    log.source = valid_text(log.source)
+    log.project = valid_or_none(log.project)
+    log.cwd = valid_or_none(log.cwd)
+    for stream in log.streams.values():
+        stream.id = valid_text(stream.id)
+        stream.source = valid_or_none(stream.source)
+
+
 @dataclass(slots=True, frozen=True)
 class _Keyed(Generic[T]):
     """``render`` of a session, with what the run needs to count its responses once:
@@ -51,14 +71,16 @@ class _Keyed(Generic[T]):
     render: Callable[[SessionAnalysis], T]
 
     def __call__(self, analysis: SessionAnalysis) -> tuple[T, str, str, array[int]]:
+        log = analysis.log
+        source = log.source  # as the file system names it, to read it again
+        writable_names(log)
         keys: array[int] = array("q")
         for stream in analysis.streams:
             for entry in stream.entries:
                 key = _id_hash(entry.record.message_id, entry.record.request_id)
                 if key is not None:
                     keys.append(key)
-        log = analysis.log
-        return self.render(analysis), log.session_id, log.source, keys
+        return self.render(analysis), log.session_id, source, keys
 
 
 @dataclass(slots=True, frozen=True)

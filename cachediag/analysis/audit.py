@@ -24,6 +24,30 @@ from cachediag.analysis.totals import Rows
 from cachediag.analysis.totals import Totals as Totals  # where callers have always found it
 from cachediag.analysis.whatif import PriceFn, WhatIf, replay_priced
 
+
+def valid_text(text: str) -> str:
+    """``text`` as it can be written out (UTF-8): a file or folder name in other bytes
+    than UTF-8 (which Python keeps as lone surrogates) or a lone surrogate a log's JSON
+    escaped gets U+FFFD in their place. An audit's and an export's sessions have their
+    names made so as they are read (``pipeline_audit``); models here, per key."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    try:
+        raw = text.encode("utf-8", "surrogateescape")  # a name the file system gave
+    except UnicodeEncodeError:
+        raw = text.encode("utf-8", "surrogatepass")  # a surrogate escaped in JSON
+    return raw.decode("utf-8", "replace")
+
+
+def valid_or_none(text: str | None) -> str | None:
+    return None if text is None else valid_text(text)
+
+
 NO_MISS = "no_miss"
 EXPECTED_REBUILD = "expected_rebuild"
 UNPRICED = "(unpriced)"
@@ -199,7 +223,8 @@ def audit_session(
     """
     log = analysis.log
     project = analysis.project
-    out = SessionAudit(log.session_id, project, log.source, skipped_lines=len(log.issues))
+    session_id = log.session_id
+    out = SessionAudit(session_id, project, log.source, skipped_lines=len(log.issues))
     keys_of = Calendar(zone).keys
     windowed = since is not None or until is not None
     rows: list[tuple[Any, ...]] = []
@@ -238,13 +263,13 @@ def audit_session(
                 if miss:
                     misses.append(
                         MissRow(
-                            log.session_id,
+                            session_id,
                             project,
                             stream.log.id,
                             kind,
                             e.index,
                             at,
-                            r.model,
+                            valid_or_none(r.model),
                             tuple(cause.split("+")),
                             e.gap_s,
                             reprocessed,
@@ -289,6 +314,14 @@ def audit_session(
         out.groups[GroupBy.PROJECT] = {project or "(none)": out.totals.copy()}
         for column, group in enumerate(_KEYED, start=Rows.FIELDS):
             out.groups[group] = table.grouped(column, out.totals)
+        # Models come from the log: a few keys, made writable once here, not per request.
+        models = out.groups[GroupBy.MODEL]
+        if not all(m.isascii() for m in models):
+            valid: dict[str, Totals] = {}
+            for m, t in models.items():
+                valid.setdefault(valid_text(m), Totals()).add(t)
+            out.groups[GroupBy.MODEL] = valid
+    out.unpriced_models = {valid_text(m) for m in out.unpriced_models}
     out.top_misses = heapq.nlargest(top, misses, key=_miss_sort_key)
     return out
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cachediag.analysis.audit import cause_key, day_of, gap_key
+from cachediag.analysis.audit import cause_key, day_of, gap_key, valid_or_none
 from cachediag.analysis.costs import PriceFn, miss_cost_usd, request_cost_usd
 from cachediag.analysis.ledger import LedgerEntry, Outcome
 from cachediag.analysis.session import SessionAnalysis
@@ -70,7 +70,7 @@ def session_rows(analysis: SessionAnalysis, price_of: PriceFn, pricing_source: s
                     r.at,
                     r.at,
                     e.gap_s,
-                    r.model,
+                    valid_or_none(r.model),
                     r.input_tokens,
                     r.cache_read_tokens,
                     r.cache_creation_tokens,
