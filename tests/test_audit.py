@@ -266,3 +266,12 @@ def test_bad_inputs_are_clear_errors(tmp_path: Path) -> None:
     assert "Traceback" not in result.output
     both = runner.invoke(main, ["audit", "--json", "--csv", str(not_a_log)])
     assert both.exit_code == 2
+
+
+@pytest.mark.parametrize("window", [["--since", "2027-01-01"], ["--until", "2020-01-01"]])
+def test_nothing_in_the_window_is_said_not_tabled(window: list[str]) -> None:
+    result = CliRunner().invoke(main, ["audit", "--no-progress", *window, str(REAL)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "" and result.stderr == "No sessions in that window.\n"
+    # The data outputs still give their (empty) report.
+    assert run_json(*window, str(REAL))["totals"]["requests"] == 0

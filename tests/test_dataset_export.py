@@ -74,3 +74,18 @@ def test_export_into_a_dataset_with_a_corrupt_part_names_it(duckdb: Any, tmp_pat
     part.write_bytes(good)
     export([REAL], out, "host=h")
     assert audit_json(str(out))["totals"]["requests"] == audit_json(str(REAL))["totals"]["requests"]
+
+
+def test_export_of_a_path_that_does_not_exist_fails_naming_it(tmp_path: Path) -> None:
+    missing = tmp_path / "nonexistent"
+    result = run("export", str(missing), "--output", str(tmp_path / "ds"))
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[-1] == f"Error: {missing}: no such file or directory"
+
+
+def test_audit_of_a_dataset_with_nothing_in_the_window_says_so(duckdb: Any, tmp_path: Path) -> None:
+    out = tmp_path / "ds"
+    export([REAL / "spotter"], out, "host=h")
+    result = run("audit", "--since", "2027-01-01", str(out))
+    assert result.exit_code == 0 and result.stdout == ""
+    assert result.stderr == "No sessions in that window.\n"

@@ -200,10 +200,14 @@ def audit(
         from cachediag.report.audit_tables import audit_tables
         from cachediag.report.console import SafeConsole
 
-        if run.sessions_read == 0:
-            # Nothing read: no empty report; the errors below say why (exit 1).
+        if run.sessions_read == 0 or (not window.open and report.totals.requests == 0):
+            # Nothing read, or nothing in the window: no report of zeros (as analyze
+            # says it); when nothing could be read, the errors below say why (exit 1).
             if not run.errors and not run.unreadable:
-                click.echo("No sessions found.", err=True)
+                click.echo(
+                    "No sessions found." if window.open else "No sessions in that window.",
+                    err=True,
+                )
         else:
             console = SafeConsole()
             console.print(audit_tables(report, zone=display, tokens=tokens, width=console.width))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from cachediag.cli.common import CachediagError, Progress, pricing_option, report_issues
+from cachediag.cli.common import Progress, finish_reading, pricing_option
 
 TTL_CHOICES = ["5m", "1h"]
 
@@ -19,6 +19,12 @@ def _labels(values: tuple[str, ...]) -> dict[str, str]:
         key, sep, label = value.partition("=")
         if not sep or not key.strip() or not label.strip():
             raise click.BadParameter(f"{value!r} is not key=value", param_hint="--label")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            # Bytes the terminal's encoding could not decode: a label is stored as text.
+            shown = value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            raise click.BadParameter(f"{shown!r} is not UTF-8 text", param_hint="--label") from None
         labels[key.strip()] = label.strip()
     return labels
 
@@ -116,8 +122,6 @@ def export(
             f"(OpenTelemetry): {assumed} assumed (--otel-ttl)",
             err=True,
         )
-    report_issues(run.issues)
-    if run.errors:
-        for message in run.errors[:-1]:
-            click.echo(f"Error: {message}", err=True)
-        raise CachediagError(run.errors[-1])
+    # Skipped lines, unreadable paths (a path that does not exist fails the export, as
+    # it fails every command), then the errors: as audit reports them.
+    finish_reading(run.issues, run.unreadable, run.errors, run.nothing_read)

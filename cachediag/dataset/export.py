@@ -35,6 +35,9 @@ class ExportRun:
     sessions_read: int = 0
     errors: list[str] = field(default_factory=list)
     issues: list[LineIssue] = field(default_factory=list)
+    unreadable: list[LineIssue] = field(default_factory=list)
+    """Files and folders that could not be read, as ``pipeline.Run`` reports them."""
+    nothing_read: bool = False
 
 
 def export_dataset(
@@ -59,4 +62,6 @@ def export_dataset(
         writer.flush()
     run.errors.extend(reading.errors)
     run.issues.extend(reading.issues)
+    run.unreadable.extend(reading.unreadable)
+    run.nothing_read = reading.nothing_read
     return run
