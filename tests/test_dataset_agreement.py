@@ -35,7 +35,7 @@ def _rows(duckdb: Any, root: Path) -> int:
 
 def test_a_transcript_and_its_capture_count_each_request_once() -> None:
     # session.jsonl and the proxy's day file hold the same five responses (same ids).
-    report = audit_json("--by", "session", str(PROXY))
+    report = audit_json("--by", "session", str(PROXY / "session.jsonl"), str(PROXY / "state"))
     assert report["totals"]["requests"] == 5
     # Counted in the first file that holds them: the transcript.
     assert [g["key"] for g in report["groups"]] == ["session"]
