@@ -64,33 +64,12 @@ unsupported(const char *what)
     return -1;
 }
 
-/* What a byte of a string's UTF-8 starts: 0 for a byte copied as it is (all but a few);
- * the short escape letter for " \ \b \f \n \r \t; 'u' for the other C0 controls; 'C'
- * for 0xC2 and 'E' for 0xE2, the lead bytes of the C1 controls and of U+2028/U+2029, whose
- * next bytes say whether they are escaped. One look-up a byte, as cheap as the tests it
- * replaced: a string without those lead bytes costs nothing more. */
-static char escape_of[256];
-
-static void
-fill_escapes(void)
-{
-    for (int c = 0; c < 0x20; c++)
-        escape_of[c] = 'u';
-    escape_of['"'] = '"';
-    escape_of['\\'] = '\\';
-    escape_of['\b'] = 'b';
-    escape_of['\f'] = 'f';
-    escape_of['\n'] = 'n';
-    escape_of['\r'] = 'r';
-    escape_of['\t'] = 't';
-    escape_of[0xC2] = 'C';
-    escape_of[0xE2] = 'E';
-}
-
 /* json's escape_unicode: " \ \b \f \n \r \t short, other controls as \u00xx (lower
  * case), every other character as it is (UTF-8 here), except the C1 controls and
- * U+2028/U+2029, also as \uxxxx. The UTF-8 is Python's own, so well formed: a lead byte
- * has its continuation bytes after it. */
+ * U+2028/U+2029, also as \uxxxx. Their UTF-8 starts with 0xC2 (C1) or 0xE2: a string
+ * holding neither byte (every ASCII one, and memchr tells the others fast) is scanned by
+ * json's own test alone. The UTF-8 is Python's own, so well formed: a lead byte has its
+ * continuation bytes after it. */
 static int
 put_string(Out *out, PyObject *s)
 {
@@ -103,38 +82,45 @@ put_string(Out *out, PyObject *s)
     }
     if (reserve(out, n + 2) < 0)
         return -1;
-    if (!PyUnicode_IS_ASCII(s))
+    int wide = 0; /* a C1 control or U+2028/U+2029 may be in it */
+    if (!PyUnicode_IS_ASCII(s)) {
         out->ascii = 0;
+        wide = memchr(utf8, 0xC2, (size_t)n) != NULL || memchr(utf8, 0xE2, (size_t)n) != NULL;
+    }
     out->data[out->len++] = '"';
     Py_ssize_t run = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)utf8[i];
-        char kind = escape_of[c];
-        if (kind == 0)
-            continue;
         unsigned int code = c; /* the character a \u escape names */
         Py_ssize_t width = 1;  /* the bytes of UTF-8 it replaces */
-        if (kind == 'C') {
-            unsigned char next = (unsigned char)utf8[i + 1];
-            if (next > 0x9F)
-                continue; /* U+00A0-U+00BF: printable */
-            code = next;  /* 0xC2 0x80-0x9F is U+0080-U+009F */
-            width = 2;
-            kind = 'u';
-        }
-        else if (kind == 'E') {
-            unsigned char third = (unsigned char)utf8[i + 2];
-            if ((unsigned char)utf8[i + 1] != 0x80 || (third != 0xA8 && third != 0xA9))
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            if (!wide)
                 continue;
-            code = 0x2000u | (third - 0x80u); /* 0xE2 0x80 0xA8/0xA9 is U+2028/U+2029 */
-            width = 3;
-            kind = 'u';
+            if (c == 0xC2 && (unsigned char)utf8[i + 1] <= 0x9F) {
+                code = (unsigned char)utf8[i + 1]; /* 0xC2 0x80-0x9F: U+0080-U+009F */
+                width = 2;
+            }
+            else if (c == 0xE2 && (unsigned char)utf8[i + 1] == 0x80 &&
+                     ((unsigned char)utf8[i + 2] == 0xA8 || (unsigned char)utf8[i + 2] == 0xA9)) {
+                code = 0x2000u | ((unsigned char)utf8[i + 2] - 0x80u); /* U+2028/U+2029 */
+                width = 3;
+            }
+            else
+                continue;
         }
         if (put(out, utf8 + run, i - run) < 0)
             return -1;
-        char esc[6] = {'\\', kind, 0, 0, 0, 0};
+        char esc[6] = {'\\', 'u', 0, 0, 0, 0};
         Py_ssize_t len = 2;
-        if (kind == 'u') {
+        switch (code) {
+        case '"': esc[1] = '"'; break;
+        case '\\': esc[1] = '\\'; break;
+        case '\b': esc[1] = 'b'; break;
+        case '\f': esc[1] = 'f'; break;
+        case '\n': esc[1] = 'n'; break;
+        case '\r': esc[1] = 'r'; break;
+        case '\t': esc[1] = 't'; break;
+        default:
             esc[2] = hex[(code >> 12) & 0xf];
             esc[3] = hex[(code >> 8) & 0xf];
             esc[4] = hex[(code >> 4) & 0xf];
@@ -317,7 +303,6 @@ static struct PyModuleDef json_module = {
 PyMODINIT_FUNC
 PyInit__json(void)
 {
-    fill_escapes();
     PyObject *module = PyModule_Create(&json_module);
     if (module != NULL && PyModule_AddIntConstant(module, "API", JSON_API) < 0) {
         Py_DECREF(module);
