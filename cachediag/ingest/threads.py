@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from cachediag.model import (
     MAIN_STREAM,
+    BlockPrint,
     Fingerprint,
     RebuildAnnounced,
     RebuildKind,
@@ -41,6 +42,10 @@ class Thread:
     forked_from: Thread | None = None
     fork_at: float | None = None
     """When another agent last forked this conversation (a compaction, most likely)."""
+    last_record: RequestRecord | None = None
+    before_last: Fingerprint | None = None
+    """The fingerprint of the request before ``last``: what the conversation looked like
+    if its latest request turns out to have been the call that compacted it."""
 
 
 def _shared_positions(before: tuple[str, ...], after: tuple[str, ...]) -> int:
@@ -58,8 +63,11 @@ def continuation_score(last: Fingerprint, cur: Fingerprint) -> tuple[int, int] |
     if same == 0 and not first_same:
         return None
     # Another agent quoting one message is not a continuation; a new system prompt and
-    # tool list on a conversation that goes on is (a multi-cause miss).
-    if same == 0 and shared < 2:
+    # tool list on a conversation that goes on is (a multi-cause miss), even when only its
+    # first message is left as it was: Claude Code rewrites the trailing ``system``
+    # message of every request, so a second turn shares just the first (2.1.260 resumed
+    # with a new prompt and tools).
+    if same == 0 and shared < 2 and not (first_same and len(after) > len(before)):
         return None
     return shared, same
 
@@ -92,6 +100,118 @@ def _resumed_after_fork(forked: list[Thread], fp: Fingerprint) -> Thread | None:
         ):
             return thread
     return None
+
+
+SYSTEM_SHARE_SAME_AGENT = 0.9
+"""Share of the system prompt's characters two requests must have in common to be the same
+agent when some block differs: Claude Code's first block (the billing header) can change
+after a compaction, while a subagent's own prompt is most of its system text."""
+RECENT_THREADS = 4
+"""Conversations, most recently active first, that a compaction can have come from."""
+
+
+def _system_alike(a: Fingerprint, b: Fingerprint) -> bool:
+    if a.system_hashes == b.system_hashes:
+        return True
+    if a.system_blocks is None or b.system_blocks is None:
+        return False
+    mine = {bp.hash: bp.chars for bp in a.system_blocks}
+    shared = sum(bp.chars for bp in b.system_blocks if bp.hash in mine)
+    total = max(sum(mine.values()), sum(bp.chars for bp in b.system_blocks))
+    return total > 0 and shared >= SYSTEM_SHARE_SAME_AGENT * total
+
+
+def same_agent(a: Fingerprint, b: Fingerprint) -> bool:
+    """Same model, tools and (all but a small block of) system prompt: the same agent,
+    whatever its messages."""
+    return a.model == b.model and a.tools == b.tools and _system_alike(a, b)
+
+
+def _conversation_part(
+    fp: Fingerprint,
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[BlockPrint, ...], ...] | None]:
+    """Message hashes, roles and blocks without the trailing ``system``-role messages
+    Claude Code (2.1.2xx+) appends to every request and rewrites on the next one."""
+    hashes, roles = fp.message_hashes or (), fp.message_roles or ()
+    n = len(hashes)
+    if len(roles) == n:
+        while n and roles[n - 1] == "system":
+            n -= 1
+    blocks = fp.message_blocks
+    kept = blocks[:n] if blocks is not None and len(blocks) == len(hashes) else None
+    return hashes[:n], roles[:n], kept
+
+
+def asks_to_summarise(before: Fingerprint, last: Fingerprint) -> bool:
+    """``last`` is ``before``'s conversation with a request of text added at its end: the
+    shape of a compaction call. Claude Code appends its summary request to the messages it
+    last sent, either merged into their final user message (2.1.260 and 2.1.332: after the
+    tool results, without the answer to them) or as a user message of its own."""
+    prior, _, was = _conversation_part(before)
+    after, roles, blocks = _conversation_part(last)
+    if not prior or len(after) < len(prior) or not roles or roles[-1] != "user":
+        return False
+    final = blocks[-1] if blocks is not None else None
+    if final is not None and (not final or final[-1].type != "text"):
+        return False
+    if len(after) > len(prior):
+        return after[: len(prior)] == prior
+    if after[:-1] != prior[:-1] or after[-1] == prior[-1]:
+        return False
+    # Merged: the final message is the one sent before, plus text blocks.
+    if final is None or was is None:
+        return True
+    kept = was[-1]
+    extra = final[len(kept) :]
+    # Content, not markup: the breakpoint that sat on the old final block has moved on.
+    same = [bp.hash for bp in final[: len(kept)]] == [bp.hash for bp in kept]
+    return same and bool(extra) and all(bp.type == "text" for bp in extra)
+
+
+def _compacted_by_last(recent: list[Thread], fp: Fingerprint) -> Thread | None:
+    """The conversation that ``fp`` goes on with after compaction, if any.
+
+    ``fp`` continues no conversation's messages. When the latest request of a recent one
+    asked, in the conversation's own frame, for a summary of it (``asks_to_summarise``),
+    and ``fp`` is the same agent starting over from fewer messages (the summary, then the
+    new prompt), that request was the compaction call: seen from the request log alone,
+    with no transcript's boundary line and no hint header to say so.
+    """
+    after = fp.message_hashes or ()
+    for thread in recent:
+        before, last = thread.before_last, thread.last
+        if thread.last_record is None or before is None or thread.forked_from is not None:
+            continue
+        if not after or len(after) >= len(last.message_hashes or ()):
+            continue
+        if _shared_positions(last.message_hashes or (), after):
+            continue
+        if asks_to_summarise(before, last) and (same_agent(before, fp) or same_agent(last, fp)):
+            return thread
+    return None
+
+
+def _split_off_compaction(thread: Thread, threads: list[Thread], index: _Index) -> None:
+    """Move ``thread``'s latest request into a compaction stream of its own and announce
+    the rebuild it caused; the conversation is again as it was before that call."""
+    record, before = thread.last_record, thread.before_last
+    assert record is not None and before is not None
+    popped = thread.items.pop()
+    assert popped is record
+    thread.prompt_tokens -= record.total_tokens
+    call = Thread(
+        first_seen=len(threads),
+        last=thread.last,
+        items=[record],
+        prompt_tokens=record.total_tokens,
+        forked_from=thread,
+        last_record=record,
+    )
+    threads.append(call)
+    index.move(thread, thread.last, before)
+    index.move(call, None, call.last)
+    thread.last, thread.before_last, thread.last_record = before, None, None
+    thread.items.append(RebuildAnnounced(record.at, RebuildKind.COMPACTION))
 
 
 @dataclass(slots=True)
@@ -130,6 +250,7 @@ def split_threads(
     """
     threads: list[Thread] = []
     forked: list[Thread] = []
+    recent: list[Thread] = []  # most recently continued first
     index = _Index()
     by_response: dict[str, Thread] = {}
     for record in records:
@@ -155,6 +276,10 @@ def split_threads(
             best = _resumed_after_fork(forked, fp)
             if best is not None and best.fork_at is not None:
                 best.items.append(RebuildAnnounced(best.fork_at, RebuildKind.COMPACTION))
+        if best is None and fp is not None:
+            best = _compacted_by_last(recent, fp)
+            if best is not None:
+                _split_off_compaction(best, threads, index)
         if best is None:
             best = Thread(first_seen=len(threads), last=fp or Fingerprint())
             if fp is not None:
@@ -171,9 +296,15 @@ def split_threads(
             by_response[record.message_id] = best
         best.items.append(record)
         best.prompt_tokens += record.total_tokens
+        best.before_last = old if old is not None and old.message_hashes else None
+        best.last_record = record
         if fp is not None:
             best.last = fp
             index.move(best, old, fp)
+        if best in recent:
+            recent.remove(best)
+        recent.insert(0, best)
+        del recent[RECENT_THREADS:]
     return threads
 
 

@@ -16,6 +16,7 @@ only what the day files gained. Live readers (the status line, ``watch``) use no
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import os
 import re
@@ -27,6 +28,9 @@ from cachediag.ingest.lines import BadLine, parse_line
 from cachediag.model import BlockPrint, Fingerprint, RequestRecord, ServerReason, SessionLog
 from cachediag.proxy.logfiles import day_files, default_log_dir
 
+_AT = re.compile(rb'"at"\s*:\s*(-?[0-9][0-9.eE+-]*)')
+_AT_WITHIN = 64
+"""Bytes of a line's start where the proxy's ``"at"`` is looked for."""
 _ID_KEYS = (b'"message_id":"', b'"request_id":"')
 """As the proxy writes them (compact JSON): found with ``bytes.find``, several times faster
 than a regular expression over a month of records."""
@@ -101,6 +105,12 @@ class CaptureIndex:
     """id -> (day file name, offset of its line)."""
     scanned: dict[str, tuple[int, int]] = field(default_factory=dict)
     """day file name -> (inode, bytes scanned: always the end of a whole line)."""
+    times: list[tuple[float, str, int, int]] = field(default_factory=list)
+    """(answered at, day file name, offset, line number) of every record with a time, for
+    the records answered around a session that its transcripts lack (``proxy.missing``)."""
+    lines: dict[str, int] = field(default_factory=dict)
+    """day file name -> whole lines scanned."""
+    _sorted: bool = True
 
     def refresh(self) -> int:
         """Scan what the day files gained since the last call; the lines indexed."""
@@ -113,9 +123,13 @@ class CaptureIndex:
             inode, done = self.scanned.get(path.name, (info.st_ino, 0))
             if inode != info.st_ino or info.st_size < done:
                 inode, done = info.st_ino, 0  # replaced or cut: read it again
+            if done == 0:
+                self.lines[path.name] = 0
+                self.times = [t for t in self.times if t[1] != path.name]
             if info.st_size > done:
                 done, n = self._scan(path, done)
                 added += n
+                self.lines[path.name] = self.lines.get(path.name, 0) + n
             self.scanned[path.name] = (inode, done)
         return added
 
@@ -130,6 +144,14 @@ class CaptureIndex:
         pos = count = 0
         while pos < end:
             nl = data.index(b"\n", pos)
+            # The proxy writes "at" first: a look at the line's start, not a search of it.
+            when = _AT.match(data, pos + 1, min(nl, pos + _AT_WITHIN))
+            if data.startswith(b"{", pos) and when is not None:
+                at = float(when.group(1))
+                if self.times and at < self.times[-1][0]:
+                    self._sorted = False
+                line = self.lines.get(path.name, 0) + count + 1
+                self.times.append((at, path.name, start + pos, line))
             for key in _ID_KEYS:
                 at = data.find(key, pos, nl)
                 if at >= 0:
@@ -140,6 +162,24 @@ class CaptureIndex:
             count += 1
             pos = nl + 1
         return start + end, count
+
+    def between(self, since: float, until: float) -> list[tuple[Path, RequestRecord]]:
+        """The requests answered from ``since`` to ``until``, each with its day file."""
+        from cachediag.proxy.missing import record_from_line
+
+        if not self._sorted:
+            self.times.sort()
+            self._sorted = True
+        lo = bisect.bisect_left(self.times, (since, "", -1, -1))
+        out = []
+        for at, name, offset, line in self.times[lo:]:
+            if at > until:
+                break
+            raw = _read_line(self.folder / name, offset)
+            record = None if raw is None else record_from_line(raw, line)
+            if record is not None:
+                out.append((self.folder / name, record))
+        return out
 
     def lookup(self, *ids: str | None) -> Captured | None:
         """The record of the first id found (``message.id``, then ``requestId``)."""
@@ -195,12 +235,22 @@ def with_capture(record: RequestRecord, found: Captured | None) -> RequestRecord
 
 
 def join_session(log: SessionLog, index: CaptureIndex) -> SessionLog:
-    """``log`` with every request that has a capture record given its fingerprint."""
+    """``log`` with every request that has a capture record given its fingerprint, and
+    the captured requests its transcripts lack added to it (``proxy.missing``)."""
+    joined: list[float] = []
     for stream in log.streams.values():
         stream.items = [
             join_record(item, index) if isinstance(item, RequestRecord) else item
             for item in stream.items
         ]
+        joined.extend(
+            i.at for i in stream.items if isinstance(i, RequestRecord) and i.fingerprint is not None
+        )
+    if joined and index.times:
+        from cachediag.proxy.missing import add_missing
+
+        found = index.between(min(joined) - WINDOW_BEFORE_S, max(joined) + WINDOW_AFTER_S)
+        add_missing(log, found)
     return log
 
 
@@ -222,7 +272,6 @@ class CaptureJoin:
         return join_session(log, self.load())
 
 
-_AT = re.compile(rb'"at"\s*:\s*(-?[0-9][0-9.eE+-]*)')
 WINDOW_BEFORE_S = 10.0
 WINDOW_AFTER_S = 900.0
 """A capture record is stamped when the answer's last byte arrives; Claude Code stamps the

@@ -8,6 +8,7 @@ the whole session from byte 0 (a full recompute).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -15,7 +16,7 @@ from cachediag.analysis.ledger import Ledger, LedgerEntry, Outcome
 from cachediag.analysis.summary import build_prompt_cache
 from cachediag.follow.files import change_of, file_signature, unchanged_since
 from cachediag.follow.session import LiveSession
-from cachediag.model import RequestRecord, StreamItem, StreamKind
+from cachediag.model import RebuildAnnounced, RebuildKind, RequestRecord, StreamItem, StreamKind
 from cachediag.report.serialize import prompt_cache_dict
 from cachediag.statusline import codec
 from cachediag.statusline.state import STATE_VERSION, BadState, readers_crc
@@ -94,6 +95,8 @@ class Session(LiveSession):
     def landed(self, item: StreamItem, entry: LedgerEntry | None) -> None:
         stream = self.streams.setdefault(item.stream, {"misses": [], "first_at": None})
         if entry is None:
+            if isinstance(item, RebuildAnnounced) and item.kind is RebuildKind.COMPACTION:
+                self._add_compaction_call(item)
             return
         if stream["first_at"] is None:
             stream["first_at"] = entry.record.at
@@ -101,6 +104,26 @@ class Session(LiveSession):
             miss = codec.record_to_state(entry.record)
             miss["fingerprint"] = None
             stream["misses"].append([miss, entry.reprocessed_tokens, entry.ttl])
+
+    def _add_compaction_call(self, boundary: RebuildAnnounced) -> None:
+        """Claude Code 2.1.332 writes no transcript for its compaction call: with the
+        capture proxy's records, the call is counted in a compaction stream of its own
+        (its tokens and cost, as ``analyze --captures`` counts it)."""
+        enrich = self.enrich
+        ledger = self.ledgers.get(boundary.stream)
+        folder = getattr(enrich, "folder", None)
+        if folder is None or ledger is None or ledger.prev is None:
+            return
+        from cachediag.proxy.missing import compaction_call, free_stream_id
+
+        found = compaction_call(folder, ledger.prev, boundary.at)
+        if found is None:
+            return
+        path, record = found
+        sid = free_stream_id(self.log, "compaction")
+        self.log.stream(sid, StreamKind.COMPACTION, source=str(path))
+        record = dataclasses.replace(record, stream=sid)
+        self.landed(record, self.ledgers.setdefault(sid, Ledger()).feed(record))
 
     def _miss_cost(
         self, misses: list[Any], used: dict[str, DayPrices]
