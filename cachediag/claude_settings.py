@@ -1,27 +1,48 @@
 """Claude Code's settings.json, changed safely by every ``install`` command.
 
-One place for the rules: the file is read as a JSON object (anything else is left alone
-with a clear error), a backup of the old file is kept beside it, the new content is
-written to a temporary file and renamed over the old one (a crash cannot leave half a
-settings file), the file keeps its mode, and a settings.json that is a symlink (a
-dotfiles checkout) stays one: the file it points to is the one rewritten.
+One place for the rules:
+
+- The file is read once, as a JSON object, and only if it is a regular file (a FIFO is
+  refused without blocking); anything else is left alone with a clear error.
+- Its numbers are kept as written: each is read as its text (``JsonNumber``) and written
+  back verbatim, so ``1.0e400`` never becomes ``Infinity`` nor ``0.10`` ``0.1``.
+- A backup of the bytes read is kept beside it (``settings.json.bak``, which often holds
+  an API key): created exclusively at 0600 from the start, then renamed over the old
+  backup, so whatever was there (a symlink, a hard link to another file) is replaced,
+  never written through.
+- The new content goes to a temporary file created the same way, synced, and renamed over
+  the old one (a crash cannot leave half a settings file); the file keeps its mode and
+  owner, and a settings.json that is a symlink (a dotfiles checkout) stays one: the file
+  it points to is the one replaced.
+
 Standard library only.
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import math
 import os
-import shutil
 import stat
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cachediag.errors import CachediagError
+from cachediag.safefiles import make_dirs, open_regular
 
 Settings = dict[str, Any]
+
+
+@dataclass(slots=True, frozen=True)
+class JsonNumber:
+    """A number of the settings file as its text (``1.0e400``, ``1.50``, an integer of
+    5,000 digits): compared and written back as that text, never converted."""
+
+    text: str
 
 
 @dataclass(slots=True, frozen=True)
@@ -41,64 +62,155 @@ def settings_path(explicit: Path | None = None) -> Path:
     return base / "settings.json"
 
 
-def read_settings(path: Path) -> Settings:
-    if not path.exists():
-        return {}
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not a JSON value")
+
+
+def parse_settings(text: str, path: Path) -> Settings:
+    """The settings object of ``text`` (numbers as ``JsonNumber``)."""
     try:
-        if not path.is_file():  # a FIFO would block the read
-            raise OSError("not a regular file")
-        loaded = json.loads(path.read_text(encoding="utf-8") or "{}")
-    except (OSError, ValueError, RecursionError) as exc:
+        loaded = json.loads(
+            text or "{}", parse_float=JsonNumber, parse_int=JsonNumber, parse_constant=_not_json
+        )
+    except (ValueError, RecursionError) as exc:
         raise CachediagError(f"{path}: cannot read it as JSON ({exc}); not changed") from exc
     if not isinstance(loaded, dict):
         raise CachediagError(f"{path}: not a JSON object; not changed")
     return loaded
 
 
+def dump_settings(value: Any) -> str:
+    """``json.dumps(value, indent=2)`` plus a newline, with each ``JsonNumber`` as its
+    text; a float that is not finite is refused (it has no JSON form)."""
+    out: list[str] = []
+    _dump(value, out, "\n")
+    out.append("\n")
+    return "".join(out)
+
+
+def _dump(value: Any, out: list[str], newline: str) -> None:
+    if isinstance(value, JsonNumber):
+        out.append(value.text)
+    elif value is None or isinstance(value, (bool, str)):
+        out.append(json.dumps(value))
+    elif isinstance(value, int):
+        out.append(int.__repr__(value))
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{value} has no JSON form")
+        out.append(float.__repr__(value))
+    elif isinstance(value, (dict, list, tuple)):
+        is_dict = isinstance(value, dict)
+        items = list(value.items()) if isinstance(value, dict) else list(enumerate(value))
+        if not items:
+            out.append("{}" if is_dict else "[]")
+            return
+        inner = newline + "  "
+        out.append("{" if is_dict else "[")
+        for i, (key, item) in enumerate(items):
+            out.append(inner if i == 0 else "," + inner)
+            if is_dict:
+                if not isinstance(key, str):
+                    raise TypeError(f"a key of type {type(key).__name__}")
+                out.append(json.dumps(key) + ": ")
+            _dump(item, out, inner)
+        out.append(newline + ("}" if is_dict else "]"))
+    else:
+        raise TypeError(f"a value of type {type(value).__name__}")
+
+
+def _read(path: Path) -> tuple[bytes | None, os.stat_result | None]:
+    """The file's bytes and status (``None`` when there is none), read once."""
+    try:
+        fp = open_regular(str(path))  # follows a symlinked settings.json; never a FIFO
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        raise CachediagError(
+            f"{path}: cannot read it ({exc.strerror or exc}); not changed"
+        ) from exc
+    with fp:
+        return fp.read(), os.fstat(fp.fileno())
+
+
+def read_settings(path: Path) -> Settings:
+    raw, _ = _read(path)
+    return {} if raw is None else parse_settings(_text(raw, path), path)
+
+
+def _text(raw: bytes, path: Path) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CachediagError(f"{path}: cannot read it as JSON ({exc}); not changed") from exc
+
+
 def edit_settings(path: Path, change: Callable[[Settings], Settings | None]) -> Edited:
     """Apply ``change`` (which returns the new settings, or ``None`` for "nothing to do";
     it raises ``CachediagError`` to refuse) and write the result safely."""
-    current = read_settings(path)
-    updated = change(json.loads(json.dumps(current)))
+    raw, info = _read(path)
+    text = "" if raw is None else _text(raw, path)
+    current = parse_settings(text, path)
+    updated = change(parse_settings(text, path))  # a copy of its own to change
     if updated is None or updated == current:
         return Edited(path, changed=False, backup=None)
-    target = path.resolve() if path.is_symlink() else path
-    backup = None
-    mode, owner = 0o600, None
-    if target.exists():
-        st = target.stat()
-        mode, owner = stat.S_IMODE(st.st_mode), (st.st_uid, st.st_gid)
-        backup = path.with_name(path.name + ".bak")
-        if backup.is_symlink():
-            backup.unlink()  # never write a backup through somebody's link
-        shutil.copyfile(target, backup)
-        os.chmod(backup, mode)
-        _give_back(backup, owner)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    tmp.unlink(missing_ok=True)  # a leftover of a killed run (or a planted link)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fp:
-            os.fchmod(fp.fileno(), mode)  # the umask must not narrow or widen it
-            _give_back(tmp, owner, fp.fileno())
-            fp.write(json.dumps(updated, indent=2) + "\n")
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+        new = dump_settings(updated).encode("utf-8")
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise CachediagError(
+            f"{path}: the new settings cannot be written ({exc}); not changed"
+        ) from exc
+    target = path.resolve() if path.is_symlink() else path
+    mode, owner = 0o600, None
+    if info is not None:
+        mode, owner = stat.S_IMODE(info.st_mode), (info.st_uid, info.st_gid)
+    backup = None
+    try:
+        if raw is not None:
+            backup = path.with_name(path.name + ".bak")
+            _replace(backup, raw, 0o600, owner)
+        make_dirs(str(target.parent))
+        _replace(target, new, mode, owner)
+    except OSError as exc:
+        where = exc.filename or target
+        raise CachediagError(
+            f"{where}: cannot write it ({exc.strerror or exc}); {path} not changed"
+        ) from exc
     return Edited(path, changed=True, backup=backup)
 
 
-def _give_back(path: Path, owner: tuple[int, int] | None, fd: int | None = None) -> None:
+def _replace(dest: Path, data: bytes, mode: int, owner: tuple[int, int] | None) -> None:
+    """``dest`` becomes a new file holding ``data``, with ``mode`` from its creation on
+    (``mkstemp``: ``O_EXCL``, 0600, no link followed), renamed over whatever was there."""
+    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
+    try:
+        try:
+            os.fchmod(fd, mode)  # the umask must neither narrow nor widen it
+            _give_back(fd, owner)
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                if written <= 0:
+                    raise OSError(errno.ENOSPC, "short write", str(dest))
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, dest)
+    except BaseException:
+        try:  # noqa: SIM105 - the original error is the one to report
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _give_back(fd: int, owner: tuple[int, int] | None) -> None:
     """Keep the old file's owner (possible only for root, e.g. ``sudo`` on another
     user's settings; for everyone else the file is theirs already)."""
-    if owner is None or not hasattr(os, "chown"):
+    if owner is None or not hasattr(os, "fchown"):
         return
-    try:
-        if fd is not None:
-            os.fchown(fd, *owner)
-        else:
-            os.chown(path, *owner, follow_symlinks=False)
+    try:  # noqa: SIM105 - as above
+        os.fchown(fd, *owner)
     except PermissionError:
         pass

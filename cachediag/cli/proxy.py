@@ -124,22 +124,26 @@ def proxy(
     default=DEFAULT_LISTEN,
     show_default=True,
     metavar="HOST:PORT",
-    help="The address the proxy listens on.",
+    help="The address the proxy listens on ([::1]:PORT for IPv6).",
+)
+@click.option(
+    "--allow-remote",
+    is_flag=True,
+    help="Allow a --listen host that is not loopback (as the proxy's own flag).",
 )
 @click.option("--force", is_flag=True, help="Replace another ANTHROPIC_BASE_URL already set.")
-def install(settings: Path | None, listen: str, force: bool) -> None:
+def install(settings: Path | None, listen: str, allow_remote: bool, force: bool) -> None:
     """Point Claude Code at the proxy: env.ANTHROPIC_BASE_URL in settings.json (keeps a .bak).
 
     Claude Code reads it when a session starts: start the proxy first, or its requests
-    fail to connect. To stop using the proxy, remove the entry (or restore the .bak).
+    fail to connect. To stop using the proxy, remove the entry (or restore the .bak, a
+    0600 copy of the file as it was). Needs no proxy extra.
     """
     from cachediag.claude_settings import settings_path
-    from cachediag.proxy.install import install_base_url
+    from cachediag.proxy.install import base_url, install_base_url
 
+    url = base_url(listen, allow_remote=allow_remote)
     path = settings_path(settings)
-    host, _, port = listen.rpartition(":")
-    shown = f"[{host.strip('[]')}]" if ":" in host.strip("[]") else host
-    url = f"http://{shown}:{port}"
     done = install_base_url(path, url, force=force)
     if not done.changed:
         click.echo(f"{path}: env.ANTHROPIC_BASE_URL is already {url}; nothing changed.")

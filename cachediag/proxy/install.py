@@ -1,20 +1,99 @@
 """``ANTHROPIC_BASE_URL`` in Claude Code's settings.json, so every session goes through
-the proxy. The rules of any settings change (backup, atomic, mode and links kept) live in
-``claude_settings``; here only what to change and when to refuse."""
+the proxy. The rules of any settings change (backup, atomic, numbers, mode and links kept)
+live in ``claude_settings``; here only what to write, and when to refuse. Standard library
+only: ``proxy install`` works without the proxy extra."""
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from cachediag.claude_settings import Edited, Settings, edit_settings
 from cachediag.errors import CachediagError
 
 ENV_KEY = "ANTHROPIC_BASE_URL"
+_HOSTNAME = re.compile(
+    r"(?=[A-Za-z0-9.-]{1,253}\Z)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+    r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?"
+)
+"""A DNS name in ASCII (letters, digits, hyphens; IDNA names in their xn-- form)."""
+
+
+def is_loopback(host: str) -> bool:
+    """``localhost`` or a loopback address (``127.0.0.0/8``, ``::1``)."""
+    if host.lower().rstrip(".") == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def base_url(value: str, *, allow_remote: bool = False) -> str:
+    """The URL (``http://HOST:PORT``) clients use for a proxy at ``--listen VALUE``:
+    ``HOST:PORT`` or ``[IPv6]:PORT``, an empty host being 127.0.0.1, the port 1-65535,
+    the host a loopback one unless ``allow_remote``."""
+    shown = "".join(c if c.isprintable() and c.isascii() else "?" for c in value)[:100]
+    usage = f"--listen {shown}: expected HOST:PORT, e.g. 127.0.0.1:8787 or [::1]:8787"
+    if value.startswith("["):
+        host, close, port_text = value[1:].partition("]:")
+        try:
+            ip: ipaddress.IPv4Address | ipaddress.IPv6Address | None = ipaddress.IPv6Address(host)
+        except ValueError:
+            ip = None
+        if not close or ip is None or "%" in host:  # a zone id has no place in a URL here
+            raise CachediagError(f"{usage} (an IPv6 address in brackets)")
+        url_host = f"[{ip.compressed}]"
+    else:
+        host, sep, port_text = value.rpartition(":")
+        if not sep or ":" in host:
+            raise CachediagError(f"{usage} (an IPv6 address goes in brackets)" if sep else usage)
+        host = host or "127.0.0.1"
+        try:
+            ip = ipaddress.IPv4Address(host)
+        except ValueError:
+            ip = None
+        if ip is None and not _HOSTNAME.fullmatch(host):
+            raise CachediagError(f"{usage} ({shown.rpartition(':')[0]} is not a host name)")
+        url_host = host
+    if not (port_text.isascii() and port_text.isdigit() and len(port_text) <= 5):
+        raise CachediagError(usage)
+    port = int(port_text)
+    if not 1 <= port <= 65535:
+        raise CachediagError(f"{usage} (the port is 1-65535)")
+    if ip is not None and ip.is_unspecified:
+        raise CachediagError(
+            f"--listen {shown}: {ip} is where a proxy listens on every address, not one to "
+            "connect to; give the address clients use, e.g. 127.0.0.1:8787"
+        )
+    if not allow_remote and not is_loopback(host):
+        raise CachediagError(
+            f"--listen {shown}: {host} is reachable from other machines; anyone who can "
+            "reach it could send requests on the credentials your client attaches and read "
+            "the answers. Pass --allow-remote if that is what you want."
+        )
+    return f"http://{url_host}:{port}"
 
 
 def _is_ours(value: object) -> bool:
-    # Any loopback URL is taken to be an earlier run of this proxy (another port).
-    return isinstance(value, str) and value.startswith(("http://127.0.0.1:", "http://localhost:"))
+    """A URL this command writes for a loopback proxy (any port): an earlier install."""
+    if not isinstance(value, str):
+        return False
+    try:
+        url = urlsplit(value)
+        port = url.port
+    except ValueError:
+        return False
+    return (
+        url.scheme == "http"
+        and url.hostname is not None
+        and is_loopback(url.hostname)
+        and port is not None
+        and url.path in ("", "/")
+        and not (url.query or url.fragment or url.username or url.password)
+    )
 
 
 def install_base_url(settings: Path, url: str, *, force: bool = False) -> Edited:
