@@ -95,7 +95,9 @@ def local_zone() -> tzinfo:
         target = str(link.resolve())
         if "zoneinfo/" in target:
             return ZoneInfo(target.split("zoneinfo/", 1)[1])
-        with link.open("rb") as f:
+        from cachediag.safefiles import open_regular  # never waits on a FIFO
+
+        with open_regular(str(link)) as f:
             return ZoneInfo.from_file(f, key="localtime")
     except (OSError, ZoneInfoNotFoundError, ValueError):
         pass

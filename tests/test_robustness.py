@@ -4,10 +4,12 @@ path, window bounds at the ends of the calendar."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -107,3 +109,81 @@ def test_quick_flags_are_the_click_commands() -> None:
     for opt, name in quick.QUICK_FLAGS.items():
         as_json = quick.writes_json(name == "as_json", name == "requests", None)
         assert (quick.analyze_args([opt, "a"]) is not None) is as_json, opt
+
+
+# --- only regular files are read --------------------------------------------------------
+
+
+def _make_otel() -> Any:
+    spec = importlib.util.spec_from_file_location("make_otel", ROOT / "scripts/make_otel.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def otel_with_fifo_body(tmp_path: Path) -> tuple[Path, Path]:
+    """An OpenTelemetry export with its raw-body folder, one body of which is a FIFO."""
+    make_otel = _make_otel()
+    capture = ROOT / "fixtures" / "captures" / "system_prompt_changed.jsonl"
+    folder = tmp_path / "otel"
+    bodies = folder / "bodies"
+    bodies.mkdir(parents=True)
+    records = make_otel.from_capture(capture, bodies)
+    export = folder / "export.otel.jsonl"
+    export.write_text("".join(line + "\n" for line in make_otel.export_lines(records)))
+    body = sorted(bodies.glob("*.json"))[-1]
+    body.unlink()
+    os.mkfifo(body)
+    return export, body
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["analyze", "--json"], ["analyze"], ["audit", "--json"], ["export", "--output", "{out}"]],
+)
+def test_a_fifo_among_the_bodies_is_skipped_not_read(
+    otel_with_fifo_body: tuple[Path, Path], command: list[str], tmp_path: Path
+) -> None:
+    """It hung every command for ever (nothing writes to it); now it is named as not
+    read and the rest of the export is."""
+    if command[0] == "export":
+        pytest.importorskip("pyarrow")
+    export, fifo = otel_with_fifo_body
+    args = [a.replace("{out}", str(tmp_path / "ds")) for a in command]
+    done = _entry(*args, str(export.parent))
+    assert done.returncode == 0, done.stderr
+    assert f"{fifo}: request body: not a regular file".encode() in done.stderr, done.stderr
+    if command == ["audit", "--json"]:
+        assert json.loads(done.stdout)["totals"]["requests"] > 0
+
+
+@pytest.mark.parametrize("reader", ["open_file", "first_session_id", "only_sidechain_lines"])
+def test_a_fifo_found_is_refused_before_it_is_read(tmp_path: Path, reader: str) -> None:
+    """A FIFO put where the walk saw a file (or named by a folder's layout): refused on
+    its descriptor, without waiting for a writer."""
+    from cachediag.ingest import discover, sniff
+    from cachediag.safefiles import UnsafeFile
+
+    fifo = tmp_path / "agent-x.jsonl"
+    os.mkfifo(fifo)
+    calls = {
+        "open_file": lambda: sniff.open_file(fifo, 10),
+        "first_session_id": lambda: discover.first_session_id(fifo),
+        "only_sidechain_lines": lambda: discover.only_sidechain_lines(fifo),
+    }
+    answer: list[Any] = []
+
+    def call() -> None:
+        try:
+            answer.append(calls[reader]())
+        except UnsafeFile as exc:
+            answer.append(exc)
+
+    worker = threading.Thread(target=call, daemon=True)  # a hang must not hang the run
+    worker.start()
+    worker.join(60)
+    assert not worker.is_alive(), "blocked on the FIFO"
+    assert answer == [None] or answer == [False] or isinstance(answer[0], UnsafeFile)

@@ -60,15 +60,18 @@ def delete_after_discovery(monkeypatch: pytest.MonkeyPatch) -> Callable[[Path], 
 
 
 def fail_open_for(monkeypatch: pytest.MonkeyPatch, target: Path) -> None:
-    """``open`` of ``target`` fails as a file without read permission does."""
-    real = Path.open
+    """Opening ``target`` fails as a file without read permission does (the readers open
+    every file they find through ``ingest.files``)."""
+    from cachediag.ingest import files
 
-    def guarded(self: Path, *args: Any, **kwargs: Any) -> Any:
-        if self == target:
-            raise PermissionError(13, "Permission denied", str(self))
-        return real(self, *args, **kwargs)
+    real = files.open_regular
 
-    monkeypatch.setattr(Path, "open", guarded)
+    def guarded(path: str, **kwargs: Any) -> Any:
+        if Path(path) == target:
+            raise PermissionError(13, "Permission denied", path)
+        return real(path, **kwargs)
+
+    monkeypatch.setattr(files, "open_regular", guarded)
 
 
 def test_files_deleted_during_a_scan_are_named_and_the_rest_is_read(

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cachediag.errors import InputError
+from cachediag.ingest.files import open_found
 from cachediag.ingest.lines import BadLine, parse_line
 from cachediag.ingest.transcript import agent_kind
 from cachediag.ingest.walk import FileStat, OnError, jsonl_files, walk_jsonl
@@ -114,7 +115,7 @@ def _agent_file(path: Path) -> AgentFile:
 
 def first_session_id(path: Path) -> str | None:
     try:
-        with path.open("rb") as fp:
+        with open_found(path) as fp:
             for _ in range(20):
                 # Held to 1 MiB: an envelope names its session early; a longer line is
                 # not read whole here (a newline-free 1 GB file costs nothing).
@@ -145,7 +146,7 @@ def only_sidechain_lines(path: Path) -> bool:
     seen_true = False
     tail = b""
     try:
-        with path.open("rb") as fp:
+        with open_found(path) as fp:
             while block := fp.read(1 << 20):
                 data = tail + block
                 if b'"isSidechain":false' in data or b'"isSidechain": false' in data:

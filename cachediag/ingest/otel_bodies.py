@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from cachediag.ingest.anthropic import applied_edits, server_reason, token_count
+from cachediag.ingest.files import open_found, unreadable_reason
 from cachediag.ingest.lines import BadLine, iter_objects, parse_line
 from cachediag.model import Fingerprint, LineIssue
 
@@ -107,9 +108,11 @@ class BodyIndex:
 
 def _read_body_file(path: Path, issues: list[LineIssue]) -> BodyFacts | None:
     try:
-        raw = path.read_bytes()
+        # Never through a link: the index that named it is data, not a path to trust.
+        with open_found(path, follow=False) as fp:
+            raw = fp.read()
     except OSError as exc:
-        issues.append(LineIssue(str(path), 0, f"cannot read body ({exc.strerror or exc})"))
+        issues.append(LineIssue(str(path), 0, f"request body: {unreadable_reason(exc)}"))
         return None
     try:
         return request_body_facts(raw)
@@ -133,7 +136,7 @@ def load_body_index(folder: Path, index: BodyIndex, issues: list[LineIssue]) -> 
     ``<request_body_id>.json`` in the folder."""
     source = str(folder / BODY_INDEX)
     try:
-        with (folder / BODY_INDEX).open("rb") as fp:
+        with open_found(folder / BODY_INDEX) as fp:
             for number, obj in iter_objects(fp, source, issues):
                 body_id = obj.get("request_body_id")
                 if not isinstance(body_id, str) or not body_id:
@@ -150,4 +153,4 @@ def load_body_index(folder: Path, index: BodyIndex, issues: list[LineIssue]) -> 
                     if isinstance(value, str) and value:
                         index.files[value] = candidate
     except OSError as exc:
-        issues.append(LineIssue(source, 0, f"cannot read ({exc.strerror or exc})"))
+        issues.append(LineIssue(source, 0, unreadable_reason(exc)))

@@ -8,6 +8,7 @@ from typing import IO
 from cachediag.ingest.detect import CLAUDE_CODE, detect_format
 from cachediag.ingest.discover import AgentFile, SessionSource
 from cachediag.ingest.fields import SESSION, numbered_fields
+from cachediag.ingest.files import unreadable_reason
 from cachediag.ingest.lines import BadLine
 from cachediag.ingest.needles import needles_for
 from cachediag.ingest.sniff import Opened, matching_lines, open_file, peek
@@ -51,13 +52,6 @@ def _feed_file(
         session.unreadable.append(LineIssue(source, 0, unreadable_reason(exc)))
         return False
     return True
-
-
-def unreadable_reason(exc: OSError) -> str:
-    """Why a file could not be read, in a few words (a vanished file says so)."""
-    if isinstance(exc, FileNotFoundError):
-        return "vanished before it could be read"
-    return f"cannot read ({exc.strerror or exc})"
 
 
 def _read_lone_file(src: SessionSource, path: Path, claimed: Claims | None) -> list[SessionLog]:

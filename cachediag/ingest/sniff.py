@@ -26,6 +26,7 @@ from cachediag.ingest.detect import (
     looks_like_transcript,
 )
 from cachediag.ingest.fields import SESSION, TYPE, UUID
+from cachediag.ingest.files import open_found, open_found_raw
 from cachediag.ingest.lines import OVERLONG, BadLine, parse_line, scan_chunk, scan_lines
 from cachediag.ingest.native import PICKER, SCANNER
 from cachediag.ingest.needles import (
@@ -82,11 +83,12 @@ class Opened:
 def open_file(path: Path, size: int | None) -> Opened:
     """``path`` opened and sniffed; ``size``: what the walk saw (``None``: not known, so
     streamed). A file that grew past ``size`` since is streamed from its start.
-    Raises ``OSError``; the caller closes ``fp``."""
+    Raises ``OSError`` (``UnsafeFile`` for anything but a regular file: ``open_found``);
+    the caller closes ``fp``."""
     source = str(path)
     if size is None or size > SMALL_FILE_BYTES:
-        return _sniffed_stream(path.open("rb"), source)
-    raw = path.open("rb", buffering=0)
+        return _sniffed_stream(open_found(path), source)
+    raw = open_found_raw(path)
     try:
         data = _read_up_to(raw, size + 1)
         if len(data) > size:
