@@ -91,8 +91,8 @@ def read_private(path: str, limit: int | None = None) -> bytes:
 
 def write_atomic(path: str, data: bytes, mode: int = 0o600) -> None:
     """Replace ``path`` with ``data``: written to a temporary file created exclusively
-    (never through a planted link), then renamed over ``path`` (which, a link or not, is
-    replaced, never written through)."""
+    with ``mode`` (never through a planted link), then renamed over ``path`` (which, a
+    link or not, is replaced, never written through)."""
     tmp = f"{path}.{os.getpid()}.tmp"
     try:  # noqa: SIM105 - as above
         os.unlink(tmp)  # a leftover of a killed run with our pid (or a planted link)
@@ -101,6 +101,7 @@ def write_atomic(path: str, data: bytes, mode: int = 0o600) -> None:
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW | CLOEXEC, mode)
     try:
         with os.fdopen(fd, "wb") as fp:
+            os.fchmod(fd, mode)  # exactly ``mode``, whatever the umask
             fp.write(data)
         os.replace(tmp, path)
     except BaseException:

@@ -6,6 +6,7 @@ import json
 import os
 import shlex
 import shutil
+import stat
 import subprocess
 from pathlib import Path
 
@@ -156,3 +157,30 @@ def test_a_path_with_spaces_and_quotes_is_quoted(tmp_path: Path) -> None:
     assert words[0].startswith("CACHEDIAG=") and words[0].endswith(install.LAUNCHER)
     assert Path(words[0].removeprefix("CACHEDIAG=")).is_file()
     assert Path(words[-1]) == odd / "cachediag" / "cachediag-json.sh"
+
+
+def test_scripts_replace_links_rather_than_write_through_them(tmp_path: Path) -> None:
+    folder = tmp_path / "cfg" / "cachediag"
+    folder.mkdir(parents=True)
+    victim = tmp_path / "victim.sh"
+    victim.write_text("#!/bin/sh\necho mine\n")
+    victim.chmod(0o600)
+    (folder / "prompt-cache.sh").symlink_to(victim)
+    os.link(victim, folder / install.LAUNCHER)
+    command = install.script_command("jq", tmp_path / "cfg" / "settings.json")
+    assert victim.read_text() == "#!/bin/sh\necho mine\n"
+    assert victim.stat().st_mode & 0o777 == 0o600 and victim.stat().st_nlink == 1
+    for name in ("prompt-cache.sh", "cachediag-json.sh", install.LAUNCHER):
+        st = (folder / name).lstat()
+        assert stat.S_ISREG(st.st_mode) and st.st_mode & 0o777 == 0o755, name
+    assert (folder / "prompt-cache.sh").read_bytes() == (
+        install.SCRIPTS_DIR / "prompt-cache.sh"
+    ).read_bytes()
+    assert command.endswith(f"bash {folder / 'prompt-cache.sh'}")
+
+
+def test_a_script_folder_that_cannot_be_written_is_one_error(tmp_path: Path) -> None:
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "cachediag").write_text("a file, not a folder")
+    with pytest.raises(install.CachediagError, match="cannot write the status line's scripts"):
+        install.script_command("jq", tmp_path / "cfg" / "settings.json")

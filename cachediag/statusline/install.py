@@ -16,6 +16,7 @@ from typing import Any
 
 from cachediag.claude_settings import Settings, edit_settings
 from cachediag.errors import CachediagError
+from cachediag.safefiles import make_dirs, open_regular, write_atomic
 
 SCRIPTS = {
     "jq": "prompt-cache.sh",
@@ -80,23 +81,32 @@ def script_command(name: str, settings: Path) -> str:
         known = ", ".join(sorted(SCRIPTS))
         raise CachediagError(f"--script {name}: no such script (known: {known}, or a path)")
     folder = settings.parent / "cachediag"
-    folder.mkdir(parents=True, exist_ok=True)
-    # The ready-made scripts call each other (cachediag-json.sh formats with
-    # prompt-cache.sh), so they travel together.
-    for script in (
-        {source, *(SCRIPTS_DIR / n for n in SCRIPTS.values())} if name in SCRIPTS else {source}
-    ):
-        shutil.copyfile(script, folder / script.name)
-        (folder / script.name).chmod(0o755)
     launcher = folder / LAUNCHER
-    launcher.write_text(f'#!/bin/sh\nexec {shlex.join(fast_argv())} "$@"\n')
-    launcher.chmod(0o755)
+    try:
+        _copy_scripts(source, folder, together=name in SCRIPTS)
+        launch = f'#!/bin/sh\nexec {shlex.join(fast_argv())} "$@"\n'
+        write_atomic(str(launcher), launch.encode(), 0o755)
+    except OSError as exc:
+        raise CachediagError(
+            f"{exc.filename or folder}: cannot write the status line's scripts "
+            f"({exc.strerror or exc}); settings not changed"
+        ) from exc
     env = [f"CACHEDIAG={shlex.quote(str(launcher))}"]
     jq = shutil.which("jq")
     if jq is not None:
         env.append(f"JQ={shlex.quote(str(Path(jq).resolve()))}")
     bash = shutil.which("bash") or "/bin/bash"
     return " ".join([*env, shlex.quote(bash), shlex.quote(str(folder / source.name))])
+
+
+def _copy_scripts(source: Path, folder: Path, *, together: bool) -> None:
+    """The ready-made scripts call each other (cachediag-json.sh formats with
+    prompt-cache.sh), so they travel together. Each is a new file renamed into place: a
+    link already there (planted or not) is replaced, never written through."""
+    make_dirs(str(folder))
+    for script in {source, *(SCRIPTS_DIR / n for n in SCRIPTS.values())} if together else {source}:
+        with open_regular(str(script)) as fp:
+            write_atomic(str(folder / script.name), fp.read(), 0o755)
 
 
 def _is_ours(entry: Any) -> bool:
