@@ -238,3 +238,29 @@ def test_every_console_that_prints_sanitises() -> None:
         if CONSOLE.search(path.read_text(encoding="utf-8")):
             printing.add(str(path.relative_to(ROOT)))
     assert printing == PENDING_CONSOLES
+
+
+MARKUP = "[link=https://evil.example/]m[/link][blink]B[/blink]"
+
+
+def test_log_text_is_never_read_as_rich_markup(tmp_path: Path, cache_home: Path) -> None:
+    """A model name holding rich markup: shown as written, in a colour terminal too, and
+    never a hyperlink (rich writes OSC 8 escape sequences for ``[link=...]``)."""
+    project = tmp_path / "projects" / "p"
+    project.mkdir(parents=True)
+    lines = [
+        _line(1, T0, read=0, write=20000),
+        _line(2, T0 + 60, read=20000, write=500),
+        _line(3, T0 + 1000, read=0, write=21000),
+    ]
+    text = "".join(lines).replace(json.dumps(f"m-{CANARY}"), json.dumps(MARKUP))
+    (project / "s1.jsonl").write_text(text)
+    for args in (["audit", "--by", "model"], ["audit", "--by", "session"]):
+        result = CliRunner(env={"FORCE_COLOR": "1", "COLUMNS": "200"}).invoke(
+            main, [*args, "--no-progress", str(tmp_path / "projects")]
+        )
+        assert result.exit_code == 0, result.output
+        assert "\x1b]8" not in result.stdout and "\x1b[5m" not in result.stdout, args
+        assert "\x1b[" in result.stdout, "not a colour terminal: the test would prove nothing"
+        if "model" in args:
+            assert MARKUP in re.sub("\x1b\\[[0-9;]*m", "", result.stdout), result.stdout

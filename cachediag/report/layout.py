@@ -8,7 +8,9 @@ out, and only a column of words wraps, between words. A line of text wraps betwe
 
 Every header, cell and line is passed through ``cachediag.text.sanitize`` here, whoever
 built it: a table or a line that shows a log's text (a model, a session id, a path)
-cannot print its control or reordering characters, even where its caller forgot.
+cannot print its control or reordering characters, even where its caller forgot. Nor
+is such text read as rich markup: ``[link=https://...]`` in a model name would make the
+terminal show a hyperlink to anywhere (rich writes OSC 8 for it, past any sanitiser).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from rich.console import RenderableType
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -127,10 +130,11 @@ def fitted_table(
     row_styles: Sequence[str | None] | None = None,
 ) -> Table:
     shown = plan_columns(columns, width)
-    title = None if title is None else sanitize(title)
+    # Text as it is, never markup (rich reads a str cell, header or title as markup).
+    title = None if title is None else _literal(sanitize(title))
     table = Table(title=title, show_edge=False, pad_edge=False, expand=False)
     for c in shown:
-        header = c.short_header if c.chosen and c.short_header else c.header
+        header = _literal(c.short_header if c.chosen and c.short_header else c.header)
         if c.wraps:
             table.add_column(header, justify=c.justify, min_width=c.min_width())  # type: ignore[arg-type]
         else:
@@ -138,8 +142,21 @@ def fitted_table(
     rows = len(columns[0].variants[0]) if columns else 0
     for i in range(rows):
         style = row_styles[i] if row_styles else None
-        table.add_row(*(c.cells()[i] for c in shown), style=style)
+        table.add_row(*(_not_markup(c.cells()[i]) for c in shown), style=style)
     return table
+
+
+def _not_markup(cell: Cell) -> Cell:
+    return _literal(cell) if isinstance(cell, str) else cell
+
+
+def _literal(text: str) -> str:
+    """``text`` as markup that rich renders as ``text`` itself."""
+    if "[" not in text:
+        return text
+    escaped = escape(text)
+    # escape() doubles a last backslash, for markup written after it; a cell has none.
+    return escaped[:-1] if text.endswith("\\") and not text.endswith("\\\\") else escaped
 
 
 def compact_count(n: int) -> str:
