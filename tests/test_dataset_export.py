@@ -69,6 +69,10 @@ def test_export_into_a_dataset_with_a_corrupt_part_names_it(duckdb: Any, tmp_pat
     assert result.exit_code == 1
     assert result.stderr.startswith("Error: ") and str(part) in result.stderr
     assert "Traceback" not in result.output and len(result.stderr.splitlines()) == 1
+    # Its audit says the same, in one line.
+    audited = run("audit", str(out))
+    assert audited.exit_code == 1 and len(audited.stderr.splitlines()) == 1
+    assert audited.stderr.startswith(f"Error: {part}: not a readable Parquet file")
     # Nothing was written, nothing lost: the part restored, the export goes on.
     assert sorted(out.rglob("*")) == parts and len(part.read_bytes()) == len(good) // 2
     part.write_bytes(good)

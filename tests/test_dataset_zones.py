@@ -13,7 +13,7 @@ import pytest
 
 from cachediag.dataset.sql import zone_offsets
 from tests.conftest import REAL
-from tests.dataset_support import assert_same, audit_json, export, require_module
+from tests.dataset_support import assert_same, audit_json, export, require_module, run
 
 ZONES = ["posix/Europe/Paris", "Australia/Lord_Howe", "America/St_Johns", "localtime"]
 
@@ -48,3 +48,9 @@ def test_zone_offsets_are_the_zones_own(name: str) -> None:
         in_force = [off for begin, off in offsets if begin <= at][-1]
         want = datetime.fromtimestamp(at, zone).utcoffset()
         assert want is not None and in_force == want.total_seconds(), at
+
+
+def test_printed_sql_names_a_posix_zone_as_engines_know_it() -> None:
+    result = run("audit", "--sql", "--by", "day", "--timezone", "posix/Europe/Paris")
+    assert result.exit_code == 0
+    assert "timezone('Europe/Paris'" in result.stdout and "posix/" not in result.stdout

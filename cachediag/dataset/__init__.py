@@ -13,6 +13,8 @@ this room, through ``require``, which names the extra when they are missing. ``r
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from pathlib import Path
 from types import ModuleType
 
 from cachediag.errors import CachediagError
@@ -44,6 +46,21 @@ def no_glob(path: str) -> str:
 
 
 _GLOB = re.compile(r"([\[*?{])")
+
+
+def query_error(exc: Exception, files: Iterable[str | Path]) -> CachediagError:
+    """A DuckDB error over ``files`` as one line: the first of them that is not a
+    Parquet file named (a disk or a sync tool broke it), else the error's first line
+    (DuckDB goes on with the query's text)."""
+    pq = require("pyarrow.parquet")
+    for path in files:
+        try:
+            pq.read_metadata(path)
+        except Exception as bad:  # pyarrow raises several kinds for a bad file
+            first = str(bad).strip().splitlines()[0] if str(bad).strip() else type(bad).__name__
+            return CachediagError(f"{path}: not a readable Parquet file ({first})")
+    lines = str(exc).strip().splitlines()
+    return CachediagError(f"dataset query failed: {lines[0] if lines else type(exc).__name__}")
 
 
 def arrow_table(result: object) -> object:

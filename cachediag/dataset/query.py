@@ -25,7 +25,7 @@ from typing import Any
 
 from cachediag.analysis.audit import Audit, GroupBy, MissRow, SessionLine, SessionSpan, Totals
 from cachediag.analysis.whatif import Policy, PolicyResult, WhatIf
-from cachediag.dataset import no_glob
+from cachediag.dataset import no_glob, query_error
 from cachediag.dataset.schema import PARTITIONS, POLICIES
 from cachediag.dataset.sql import (
     FILE,
@@ -312,7 +312,7 @@ def run_audit(
             audit.unpriced_models = {m for (m,) in _fetch_all(con, qs.unpriced_models)}
         sources = [s for (s,) in _fetch_all(con, qs.pricing_sources)]
     except duckdb.Error as exc:
-        raise CachediagError(f"dataset query failed: {exc}") from exc
+        raise query_error(exc, [f.path for f in files]) from exc
     finally:
         con.close()
         shutil.rmtree(spill, ignore_errors=True)

@@ -115,6 +115,8 @@ def zone_name(zone: tzinfo) -> str:
     if zone is UTC or getattr(zone, "key", None) in ("UTC", "Etc/UTC"):
         return "UTC"
     name = getattr(zone, "key", None)
+    if isinstance(name, str) and name.startswith("posix/"):
+        name = name.removeprefix("posix/")  # the same rules, under the name engines know
     if not isinstance(name, str) or name == "localtime":
         raise CachediagError(
             "this machine's time zone has no name a query engine knows: pass --timezone "

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from cachediag import __version__
-from cachediag.dataset import arrow_table, no_glob, require
+from cachediag.dataset import arrow_table, no_glob, query_error, require
 from cachediag.dataset.rows import ROW_COLUMNS, Row
 from cachediag.dataset.schema import (
     NAMES,
@@ -192,21 +192,15 @@ class DatasetWriter:
             params = [[no_glob(str(p)) for p in files]] if files else []
             return arrow_table(con.sql(sql, params=params))
         except self._duckdb.Error as exc:
-            raise CachediagError(self._unreadable(files) or f"dataset query failed: {exc}") from exc
+            error = query_error(exc, files)
+            raise CachediagError(
+                f"{error}; nothing was written: move it out of the dataset (or restore it) "
+                "and export again"
+                if "not a readable Parquet file" in str(error)
+                else str(error)
+            ) from exc
         finally:
             con.close()
-
-    def _unreadable(self, files: list[Path]) -> str | None:
-        """What is wrong with the first of ``files`` that is not a Parquet file."""
-        for path in files:
-            try:
-                self._pq.read_metadata(path)
-            except Exception as exc:  # pyarrow raises several kinds for a bad file
-                return (
-                    f"{path}: not a readable Parquet file ({exc}); nothing was written: "
-                    "move it out of the dataset (or restore it) and export again"
-                )
-        return None
 
     def _new_rows(self, table: Any) -> tuple[Any, Any]:
         """The rows whose key is not yet among this host's files, and those whose copy
