@@ -60,9 +60,14 @@ def _escape_utf8(match: re.Match[bytes]) -> bytes:
 
 def escape_json(text: str) -> str:
     """JSON text with the characters of ``_ESCAPED`` written as ``\\u`` escapes. Only
-    valid JSON goes in, where such characters can only be inside strings; text that is
-    ASCII (an O(1) test) or holds none of them is returned as it is."""
-    if text.isascii() or _ESCAPED.search(text) is None:
+    valid JSON goes in, where such characters can only be inside strings. Text that is
+    ASCII (an O(1) test) is returned as it is, and so is text whose UTF-8 has no 0xC2 and
+    no 0xE2 0x80 (encoding and two byte searches: a quarter of what the pattern's own
+    search costs)."""
+    if text.isascii():
+        return text
+    data = text.encode("utf-8", "surrogatepass")  # json.dumps keeps a lone surrogate
+    if b"\xc2" not in data and b"\xe2\x80" not in data:
         return text
     return _ESCAPED.sub(_escape, text)
 
