@@ -1,6 +1,7 @@
 """A group none of whose requests had a price shows ``unpriced``, never ``$0.00`` (issue
-24): in ``analyze``'s cost line and total, in ``audit``'s tables, and in the HTML page
-(its browser check is in test_report_browser.py)."""
+24): in ``analyze``'s cost line and total, in ``audit``'s tables, in ``watch``'s summary
+(``price unknown``, its word for it) and in the HTML page (its browser check is in
+test_report_browser.py)."""
 
 from __future__ import annotations
 
@@ -91,3 +92,23 @@ def test_audit_of_nothing_priced_says_so(history: tuple[Path, Path]) -> None:
     assert "$0.00" not in out
     summary = out.splitlines()[1]
     assert summary.startswith("3 requests · unpriced · 1 miss cost unpriced beyond hits"), out
+
+
+@pytest.mark.parametrize(
+    ("unpriced", "shown"),
+    [(3, "(price unknown)"), (1, "($1.50, 1 requests unpriced)"), (0, "($1.50)")],
+)
+def test_watch_summary_of_an_unpriced_session(unpriced: int, shown: str) -> None:
+    from cachediag.follow.events import SessionRef, Tally
+    from cachediag.report.watch_view import summary_line
+
+    tally = Tally(
+        SessionRef("s1", None, "s1.jsonl"),
+        requests=3,
+        outcomes={"miss": 1},
+        reprocessed_tokens=5110,
+        miss_cost_usd=0.0 if unpriced == 3 else 1.5,
+        unpriced_requests=unpriced,
+    )
+    line = summary_line(tally).plain
+    assert line.endswith(f"5,110 tokens re-processed {shown}"), line

@@ -148,9 +148,12 @@ def summary_line(t: Tally, width: int | None = None) -> Text:
     if rebuilds:
         parts.append(f"{rebuilds} rebuild{'s' if rebuilds != 1 else ''}")
     if t.reprocessed_tokens:
-        cost = format_cost(t.miss_cost_usd)
-        if t.unpriced_requests:
-            cost += f", {t.unpriced_requests} requests unpriced"
+        if t.unpriced_requests >= t.requests:  # none priced: a sum of nothing is not $0.00
+            cost = format_cost(None)
+        else:
+            cost = format_cost(t.miss_cost_usd)
+            if t.unpriced_requests:
+                cost += f", {t.unpriced_requests} requests unpriced"
         parts.append(f"{format_tokens(t.reprocessed_tokens)} tokens re-processed ({cost})")
     head = f"{t.session.session_id[:8]}{where}: "
     text = _fit(head, parts, width) if width is not None else head + " · ".join(parts)
