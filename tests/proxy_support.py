@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
@@ -21,6 +22,7 @@ from typing import Any
 from aiohttp import web
 from yarl import URL
 
+from cachediag.proxy.limits import Limits
 from cachediag.proxy.server import ProxyConfig, serve
 
 
@@ -44,6 +46,9 @@ class Reply:
     drop_after: int | None = None
     """Break the connection after this many chunks."""
     chunked: bool = True
+    hold: threading.Event | None = None
+    """Answer nothing until this is set (or 60 s pass, or the proxy's connection closes:
+    counted in ``FakeUpstream.left_early``)."""
 
     @property
     def body(self) -> bytes:
@@ -126,6 +131,8 @@ class FakeUpstream:
         self.seen: list[Seen] = []
         self.sent_last_at: list[float] = []
         self.gate_timeouts = 0
+        self.left_early = 0
+        """Requests whose connection the proxy closed while they were held."""
         self._loop = asyncio.new_event_loop()
         self._runner: web.AppRunner | None = None
         self.port = 0
@@ -148,8 +155,9 @@ class FakeUpstream:
 
     async def _start(self) -> None:
         app = web.Application(client_max_size=1 << 30)
-        app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None)
+        # An upstream that never sends 100 (Continue): the proxy must not wait for one.
+        app.router.add_route("*", "/{tail:.*}", self._handle, expect_handler=_no_continue)
+        self._runner = web.AppRunner(app, access_log=None, auto_decompress=False)  # raw bodies
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
@@ -158,6 +166,17 @@ class FakeUpstream:
     async def _stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
+
+    async def _held(self, request: web.Request, hold: threading.Event) -> bool:
+        """Wait for ``hold``; False when the proxy's connection closed first."""
+        deadline = time.monotonic() + 60
+        while not hold.is_set() and time.monotonic() < deadline:
+            transport = request.transport
+            if transport is None or transport.is_closing():
+                self.left_early += 1
+                return False
+            await asyncio.sleep(0.05)
+        return True
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         body = await request.read()
@@ -169,6 +188,8 @@ class FakeUpstream:
         )
         self.seen.append(seen)
         reply = self.reply_for(seen)
+        if reply.hold is not None and not await self._held(request, reply.hold):
+            raise ConnectionResetError("the proxy went away")
         response = web.StreamResponse(status=reply.status)
         for name, value in reply.headers.items():
             response.headers[name] = value
@@ -191,13 +212,68 @@ class FakeUpstream:
         return response
 
 
+async def _no_continue(request: web.Request) -> None:
+    return None
+
+
+class Tripwire:
+    """A listener on 127.0.0.1 that must never be reached: counts every connection."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.hits = 0
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.hits += 1
+            conn.close()
+
+    def __enter__(self) -> Tripwire:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.sock.close()
+        self._thread.join(5)
+
+
+def raw_exchange(
+    port: int, data: bytes, *, then: tuple[bytes, ...] = (), timeout: float = 20
+) -> bytes:
+    """Send ``data`` (and each of ``then``) on a fresh connection to 127.0.0.1:port; all
+    that comes back until the peer closes or ``timeout`` passes."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(data)
+        for more in then:
+            sock.sendall(more)
+        got = b""
+        try:
+            while chunk := sock.recv(65536):
+                got += chunk
+        except TimeoutError:
+            pass
+        return got
+
+
 @asynccontextmanager
-async def proxy_to(upstream: URL, log_dir: Path) -> AsyncIterator[str]:
+async def proxy_to(
+    upstream: URL, log_dir: Path, limits: Limits | None = None
+) -> AsyncIterator[str]:
     """The proxy in this loop, on a free port; yields its base URL, stops (and flushes)
     on exit."""
     stop = asyncio.Event()
     ready: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-    cfg = ProxyConfig(host="127.0.0.1", port=0, upstream=upstream, log_dir=log_dir)
+    cfg = ProxyConfig(
+        host="127.0.0.1", port=0, upstream=upstream, log_dir=log_dir, limits=limits or Limits()
+    )
     task = asyncio.create_task(
         serve(cfg, stop, lambda host, port: ready.set_result(f"http://{host}:{port}"))
     )

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
-import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -39,6 +42,27 @@ def test_missing_aiohttp_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> Non
 def test_help_shows_the_two_line_setup() -> None:
     out = CliRunner().invoke(main, ["proxy", "--help"]).output
     assert "cachediag proxy &" in out and "cachediag proxy install" in out
+
+
+def test_help_shows_each_limit_with_its_default() -> None:
+    from cachediag.proxy.limits import LIMITS, default_of
+
+    out = " ".join(CliRunner().invoke(main, ["proxy", "--help"]).output.split())
+    for option in LIMITS:
+        assert option.flag in out and f"[default: {default_of(option)}" in out
+
+
+@pytest.mark.parametrize(
+    "upstream",
+    ["http://user:PASS-SECRET@127.0.0.1:9/", "http://127.0.0.1:9/p?token=PASS-SECRET",
+     "http://127.0.0.1:9/#PASS-SECRET"],
+)  # fmt: skip
+def test_an_upstream_with_credentials_is_refused_without_echoing_them(upstream: str) -> None:
+    pytest.importorskip("aiohttp", reason="the proxy extra (aiohttp) is not installed")
+    result = CliRunner().invoke(main, ["proxy", "--upstream", upstream, "--no-record"])
+    assert result.exit_code == 1 and result.stderr.startswith("Error: --upstream ")
+    assert "client's headers" in result.stderr and "127.0.0.1:9" in result.stderr
+    assert "SECRET" not in result.output + result.stderr
 
 
 def test_the_command_serves_records_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
@@ -72,9 +96,91 @@ def test_the_command_serves_records_and_stops_cleanly_on_sigterm(tmp_path: Path)
             if proc.poll() is None:
                 proc.kill()
     assert "1 records written" in rest
-    stored = (log_dir / os.listdir(log_dir)[0]).read_text()
+    stored = "".join(p.read_text() for p in sorted(log_dir.glob("*.jsonl")))
     assert '"message_id":"msg_cli"' in stored
     assert "SECRET-CLI" not in stored + ready + rest
+
+
+def start_proxy(upstream: str, log_dir: Path, *extra: str) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cachediag", "proxy", "--listen", "127.0.0.1:0",
+         "--upstream", upstream, "--log-dir", str(log_dir), *extra],
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    ready = proc.stderr.readline()
+    assert "listening on http://127.0.0.1:" in ready, ready
+    return proc, ready.split("ANTHROPIC_BASE_URL=")[1].strip()
+
+
+def send_in_background(url: str) -> None:
+    def send() -> None:
+        request = urllib.request.Request(url, data=b'{"model": "m", "messages": []}')
+        # The proxy stops under it: what the tests are about.
+        with contextlib.suppress(OSError), urllib.request.urlopen(request, timeout=120) as r:
+            r.read()
+
+    threading.Thread(target=send, daemon=True).start()
+
+
+def wait_for(check: Any, what: str) -> None:
+    deadline = time.monotonic() + 30
+    while not check():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+def test_sigterm_with_a_hanging_upstream_stops_within_the_drain(tmp_path: Path) -> None:
+    # The drain is 5 s; 60 s is a bound no stop that waits on the upstream can meet
+    # (it used to wait 600 s).
+    pytest.importorskip("aiohttp", reason="the proxy extra (aiohttp) is not installed")
+    from tests.proxy_support import FakeUpstream, json_reply, records
+
+    hold = threading.Event()
+    reply = json_reply("msg_hang")
+    reply.hold = hold
+    log_dir = tmp_path / "caps"
+    with FakeUpstream(lambda seen: reply) as up:
+        proc, base = start_proxy(str(up.url), log_dir)
+        try:
+            send_in_background(base + "/v1/messages")
+            wait_for(lambda: up.seen, "the request never reached the upstream")
+            proc.send_signal(signal.SIGTERM)
+            _, rest = proc.communicate(timeout=60)
+            wait_for(lambda: up.left_early, "the upstream request outlived the proxy")
+        finally:
+            hold.set()
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 0
+    assert "stopping; requests in flight have 5 s" in rest and "1 records written" in rest
+    assert [r["failure"] for r in records(log_dir)] == ["cancelled"]
+
+
+def test_a_second_signal_stops_at_once(tmp_path: Path) -> None:
+    pytest.importorskip("aiohttp", reason="the proxy extra (aiohttp) is not installed")
+    from tests.proxy_support import FakeUpstream, json_reply
+
+    hold = threading.Event()
+    reply = json_reply("msg_hang")
+    reply.hold = hold
+    with FakeUpstream(lambda seen: reply) as up:
+        # A drain long enough that only the second signal can explain a prompt exit.
+        proc, base = start_proxy(str(up.url), tmp_path / "caps", "--drain", "600")
+        try:
+            send_in_background(base + "/v1/messages")
+            wait_for(lambda: up.seen, "the request never reached the upstream")
+            proc.send_signal(signal.SIGTERM)
+            assert proc.stderr is not None
+            assert "stopping" in proc.stderr.readline()
+            proc.send_signal(signal.SIGINT)
+            _, rest = proc.communicate(timeout=60)
+        finally:
+            hold.set()
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 128 + signal.SIGINT
+    assert "stopped at once (second signal)" in rest
 
 
 def settings_file(tmp_path: Path, content: dict[str, object] | None) -> Path:

@@ -89,7 +89,8 @@ def test_no_canary_in_the_log_or_any_output(tmp_path: Path) -> None:
         asyncio.run(go())
     assert len(up.seen) == 2
     stored = b"".join(p.read_bytes() for p in log_dir.rglob("*") if p.is_file())
-    assert stored.count(b"\n") == 2
+    records = b"".join(p.read_bytes() for p in sorted(log_dir.glob("*.jsonl")))
+    assert records.count(b"\n") == 2
     runner = CliRunner()
     outputs = [
         runner.invoke(main, ["analyze", "--now", "0", "--requests", str(log_dir)]).output,

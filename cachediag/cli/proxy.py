@@ -2,12 +2,34 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
 from cachediag.proxy import DEFAULT_LISTEN, DEFAULT_UPSTREAM
+from cachediag.proxy.limits import LIMITS, default_of, limits_from
 from cachediag.proxy.logfiles import DEFAULT_KEEP_DAYS, default_log_dir
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def limit_options(command: F) -> F:
+    """The limit options, each from its one declaration in ``proxy.limits``."""
+    for option in reversed(LIMITS):
+        command = click.option(
+            option.flag,
+            option.field,
+            type=click.IntRange(min=1)
+            if option.megabytes
+            else click.FloatRange(min=0, min_open=True),
+            default=default_of(option),
+            show_default=True,
+            metavar=option.metavar,
+            help=option.help,
+        )(command)
+    return command
 
 
 @click.group(invoke_without_command=True)
@@ -48,15 +70,18 @@ from cachediag.proxy.logfiles import DEFAULT_KEEP_DAYS, default_log_dir
 @click.option(
     "--no-record", is_flag=True, help="Forward only; write nothing (e.g. to time the relay)."
 )
+@limit_options
 @click.pass_context
 def proxy(
     ctx: click.Context,
+    /,
     listen: str,
     upstream: str,
     log_dir: Path | None,
     keep_days: int,
     allow_remote: bool,
     no_record: bool,
+    **limit_values: float,
 ) -> None:
     """Forward Anthropic API calls unchanged and record what cache analysis needs.
 
@@ -64,7 +89,10 @@ def proxy(
     each POST /v1/messages adds one line to today's file in --log-dir: usage, ids, times,
     status and a fingerprint of the request (hashes, names, counts, lengths). Prompts,
     answers and header values (API keys, tokens, cookies) are never stored. Runs until
-    Ctrl-C or SIGTERM, then finishes the requests in flight and exits.
+    Ctrl-C or SIGTERM, then gives the requests in flight --drain seconds to finish and
+    exits; a second signal exits at once. Only origin-form targets (/path?query) are
+    forwarded, always to --upstream; --upstream takes no user, password or query
+    (credentials go in the client's headers).
 
     \b
     Set up Claude Code (two lines):
@@ -102,6 +130,7 @@ def proxy(
         keep_days=keep_days,
         record=not no_record,
         offload=True,
+        limits=limits_from(limit_values),
     )
 
     def ready(bound_host: str, bound_port: int) -> None:

@@ -68,6 +68,16 @@ class Exchange:
     response_encoding: str = ""
     chunks: list[bytes] = field(default_factory=list)
     failure: str | None = None
+    record_max_bytes: int = 32 << 20
+    """The most of a body (as sent, and decoded) the record is built from."""
+    request_over_cap: bool = False
+    """The request body passed ``record_max_bytes``: forwarded whole, kept not at all."""
+    response_over_cap: bool = False
+    """The answer passed ``record_max_bytes``: relayed whole, kept not at all."""
+
+
+class OverCap(BadLine):
+    """A body that decodes to more than the recorder's cap."""
 
 
 def hint_value(raw: str) -> str:
@@ -75,27 +85,58 @@ def hint_value(raw: str) -> str:
     return "".join(c for c in raw[:HINT_MAX_CHARS] if " " <= c <= "~")
 
 
-def decode_body(data: bytes, encoding: str) -> bytes:
-    """The body behind a ``Content-Encoding``; ``BadLine`` when it cannot be undone."""
+def decode_body(data: bytes, encoding: str, max_bytes: int | None = None) -> bytes:
+    """The body behind a ``Content-Encoding``; ``BadLine`` when it cannot be undone,
+    ``OverCap`` as soon as its decoded size would pass ``max_bytes`` (decoded in steps,
+    so a small bomb never becomes a large buffer)."""
+    cap = max_bytes if max_bytes is not None else 1 << 62
     codings = [c.strip().lower() for c in encoding.split(",") if c.strip()]
+    if len(data) > cap:
+        raise OverCap(f"body over {cap} bytes")
     for coding in reversed(codings):
         if coding == "identity":
             continue
         try:
             if coding in ("gzip", "x-gzip"):
-                data = zlib.decompress(data, 16 + zlib.MAX_WBITS)
+                data = _inflate(data, 16 + zlib.MAX_WBITS, cap)
             elif coding == "deflate":
                 try:
-                    data = zlib.decompress(data)
+                    data = _inflate(data, zlib.MAX_WBITS, cap)
                 except zlib.error:  # raw deflate, as some servers send it
-                    data = zlib.decompress(data, -zlib.MAX_WBITS)
+                    data = _inflate(data, -zlib.MAX_WBITS, cap)
             elif coding == "br" and BROTLI is not None:
-                data = BROTLI.decompress(data)
+                data = _unbrotli(data, cap)
             else:
                 raise BadLine(f"body encoded as {coding!r}, which cannot be decoded here")
+        except BadLine:
+            raise
         except (zlib.error, OSError, ValueError) as exc:
             raise BadLine(f"body encoded as {coding!r} does not decode") from exc
     return data
+
+
+def _inflate(data: bytes, wbits: int, cap: int) -> bytes:
+    inflater = zlib.decompressobj(wbits)
+    out = inflater.decompress(data, cap + 1)
+    if len(out) > cap or inflater.unconsumed_tail:
+        raise OverCap(f"body decodes to over {cap} bytes")
+    if not inflater.eof:
+        raise zlib.error("truncated")
+    return out
+
+
+_BROTLI_STEP = 4096
+
+
+def _unbrotli(data: bytes, cap: int) -> bytes:
+    # Fed in small steps: brotli's decompressor has no output limit in every version.
+    decompressor = BROTLI.Decompressor()
+    out = bytearray()
+    for at in range(0, len(data), _BROTLI_STEP):
+        out += decompressor.process(data[at : at + _BROTLI_STEP])
+        if len(out) > cap:
+            raise OverCap(f"body decodes to over {cap} bytes")
+    return bytes(out)
 
 
 def _brotli() -> Any:
@@ -114,17 +155,30 @@ DECODABLE = ("gzip", "deflate", "br") if BROTLI is not None else ("gzip", "defla
 """Content codings the recorder can undo to read usage from a compressed response."""
 
 
-def _request_body(ex: Exchange) -> JsonObject | None:
+NOT_MESSAGES = "request body is not a JSON Messages request"
+
+
+def _request_body(ex: Exchange) -> tuple[JsonObject | None, str]:
+    """The request body, or ``None`` and why not (the record's ``fingerprint_error``)."""
+    over = f"request body over the recorder's limit ({ex.record_max_bytes} bytes)"
+    if ex.request_over_cap:
+        return None, over
     raw = b"".join(ex.request_parts) if ex.request_parts else ex.request_body
     try:
-        body = parse_line(decode_body(raw, ex.request_encoding))
+        body = parse_line(decode_body(raw, ex.request_encoding, ex.record_max_bytes))
+    except OverCap:
+        return None, over
     except BadLine:
-        return None
-    return body if isinstance(body.get("messages"), list) else None
+        return None, NOT_MESSAGES
+    if not isinstance(body.get("messages"), list):
+        return None, NOT_MESSAGES
+    return body, ""
 
 
 def _response(ex: Exchange) -> JsonObject:
-    text = decode_body(b"".join(ex.chunks), ex.response_encoding)
+    if ex.response_over_cap:
+        raise OverCap("answer over the recorder's limit")
+    text = decode_body(b"".join(ex.chunks), ex.response_encoding, ex.record_max_bytes)
     response: JsonObject = {"status_code": ex.status, "timestamp": ex.done_at}
     if text.lstrip().startswith((b"event:", b"data:")):
         response["body_raw"] = text.decode("utf-8", "replace")
@@ -149,7 +203,7 @@ def fingerprint_dict(fp: Fingerprint) -> JsonObject:
 
 def build_record(ex: Exchange) -> JsonObject:
     """The record line of one exchange (``ingest.records`` reads it back)."""
-    body = _request_body(ex)
+    body, why_no_body = _request_body(ex)
     base: JsonObject = {"at": ex.done_at if ex.done_at is not None else ex.sent_at}
     base["sent_at"] = ex.sent_at
     if ex.first_byte_at is not None:
@@ -184,7 +238,7 @@ def build_record(ex: Exchange) -> JsonObject:
     if ex.request_id is not None:
         out["request_id"] = ex.request_id
     if body is None:
-        out["fingerprint_error"] = "request body is not a JSON Messages request"
+        out["fingerprint_error"] = why_no_body
     elif record is not None and record.fingerprint is not None:
         out["fingerprint"] = fingerprint_dict(record.fingerprint)
     else:
