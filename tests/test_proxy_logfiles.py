@@ -330,3 +330,33 @@ def test_a_hard_linked_day_file_is_not_written_into(tmp_path: Path) -> None:
         log.append(b"{}", NOON)
     log.close()
     assert other.read_text() == "not a capture\n" and other.stat().st_mode & 0o777 == 0o644
+
+
+def test_without_locks_a_torn_record_stays_one_bad_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fcntl
+
+    def no_locks(fd: int, op: int) -> None:
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    turns = [{"role": "user", "content": "a"}]
+    lines = [json.dumps(build_record(exchange(m, turns, NOON))).encode() for m in "abc"]
+    log = CaptureLog(tmp_path, keep_days=0)
+    log.append(lines[0], NOON)
+
+    def fails_mid_record(fd: int, data: bytes) -> int:
+        os.write(fd, data[:40])
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(logfiles, "_write", fails_mid_record)
+    with pytest.raises(OSError):  # unlocked, it is not ours to cut back: left torn
+        log.append(lines[1], NOON)
+    monkeypatch.setattr(logfiles, "_write", os.write)
+    log.append(lines[2], NOON)
+    log.close()
+    path = tmp_path / day_file_name(NOON)
+    session = read_records(path.read_bytes().splitlines(keepends=True), str(path), "s")
+    assert [r.message_id for r in session.streams["main"].requests] == ["a", "c"]
+    assert [i.line for i in session.issues] == [2]

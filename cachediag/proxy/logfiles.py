@@ -168,15 +168,20 @@ class CaptureLog:
         import fcntl
 
         fd = self._fd
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            locked = True
+        except OSError:  # a filesystem without locks (some NFS): appends, no rollback
+            locked = False
         try:
             start = os.fstat(fd).st_size
             data = line + b"\n"
             if start and os.pread(fd, 1, start - 1) != b"\n":
                 data = b"\n" + data  # close a torn line: it stays one bad line, alone
-            _write_whole(fd, data, start)
+            _write_whole(fd, data, start if locked else None)
         finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
+            if locked:
+                fcntl.flock(fd, fcntl.LOCK_UN)
 
     def _switch(self, name: str) -> None:
         self.close_file()
@@ -251,8 +256,9 @@ def _not_appendable(st: os.stat_result) -> str:
     return "a hard link to another name" if st.st_nlink != 1 else ""
 
 
-def _write_whole(fd: int, data: bytes, start: int) -> None:
-    """Append ``data`` entirely, or undo what part of it went in (a full disk)."""
+def _write_whole(fd: int, data: bytes, start: int | None) -> None:
+    """Append ``data`` entirely, or undo what part of it went in (a full disk) by cutting
+    the file back to ``start`` (``None``: not ours to cut, no lock held)."""
     done = 0
     try:
         while done < len(data):
@@ -261,7 +267,7 @@ def _write_whole(fd: int, data: bytes, start: int) -> None:
                 raise OSError(errno.ENOSPC, "short write")
             done += n
     except BaseException:
-        if done:
+        if done and start is not None:
             try:  # noqa: SIM105 - contextlib is one more import on the status line's path
                 os.ftruncate(fd, start)  # under the lock, nobody appended after us
             except OSError:
