@@ -7,9 +7,11 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -187,3 +189,37 @@ def test_a_fifo_found_is_refused_before_it_is_read(tmp_path: Path, reader: str) 
     worker.join(60)
     assert not worker.is_alive(), "blocked on the FIFO"
     assert answer == [None] or answer == [False] or isinstance(answer[0], UnsafeFile)
+
+
+# --- Ctrl-C stops a --jq program --------------------------------------------------------
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGINT") or os.name != "posix", reason="POSIX signals")
+def test_ctrl_c_stops_a_jq_program_that_never_ends() -> None:
+    """The program ends for every session but the last, for which it never does, in C:
+    SIGINT ends the process as an interrupted program should (status 130 in a shell),
+    without a traceback, the lines before kept."""
+    folder = REAL / "spotter"
+    ids = run("analyze", "--jq", ".session_id", str(folder)).stdout.split()
+    assert len(ids) >= 2
+    program = f'if .session_id == "{ids[-1]}" then (def f: f; f) else "go" end'
+    child = subprocess.Popen(
+        [sys.executable, "-m", "cachediag", "analyze", "--jq", program, str(folder)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    try:
+        assert child.stdout is not None
+        for _ in ids[:-1]:
+            assert child.stdout.readline() == b"go\n"
+        time.sleep(2)  # the last program is running now, in C (not a bound: either way)
+        child.send_signal(signal.SIGINT)
+        rest, err = child.communicate(timeout=60)
+    finally:
+        child.kill()
+        child.wait()
+    assert child.returncode == -signal.SIGINT, err
+    assert b"Traceback" not in err, err
+    assert rest == b""
