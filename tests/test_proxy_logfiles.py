@@ -164,7 +164,7 @@ def test_a_shared_folder_is_refused_and_left_as_it_was(tmp_path: Path) -> None:
     shared.chmod(0o1777)
     (shared / "2020-01-01.jsonl").write_text("somebody's\n")
     before = _snapshot(shared)
-    with pytest.raises(CachediagError, match=r"mode 777, not 0700.*nothing changed"):
+    with pytest.raises(CachediagError, match=r"mode 1777, not 0700.*nothing changed"):
         CaptureLog(shared)
     assert _snapshot(shared) == before
     lax = tmp_path / "lax"
@@ -198,7 +198,7 @@ def test_the_command_refuses_a_shared_log_dir_in_one_line(tmp_path: Path) -> Non
     )
     assert result.exit_code == 1
     [line] = result.stderr.splitlines()
-    assert line.startswith(f"Error: {shared}: mode 777") and "Traceback" not in result.output
+    assert line.startswith(f"Error: {shared}: mode 1777") and "Traceback" not in result.output
     assert shared.stat().st_mode & 0o7777 == 0o1777 and not list(shared.iterdir())
 
 

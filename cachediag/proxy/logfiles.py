@@ -98,10 +98,10 @@ def open_log_dir(folder: Path) -> tuple[int, bool]:
         refuse = "; not used as the capture folder (nothing changed)"
         if st.st_uid != _uid():
             raise CachediagError(f"{folder}: owned by uid {st.st_uid}, not by you{refuse}")
-        mode = stat.S_IMODE(st.st_mode) & 0o777
-        if created and mode != 0o700:
+        mode = stat.S_IMODE(st.st_mode)
+        if created and mode & 0o777 != 0o700:
             os.fchmod(fd, 0o700)  # ours, made a moment ago: only the umask narrowed it
-        elif mode != 0o700:
+        elif mode & 0o777 != 0o700:
             raise CachediagError(
                 f"{folder}: mode {mode:03o}, not 0700 (others could read or change the "
                 f"records){refuse}; give a new folder, or chmod 700 it if it is yours alone"
