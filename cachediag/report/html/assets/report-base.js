@@ -25,6 +25,9 @@
   function escIso(value) { return "<bdi>" + esc(value) + "</bdi>"; }
   function bdi(value) { return el("bdi", { text: String(value) }); }
   function isoText(value) { return "\u2068" + value + "\u2069"; }
+  // A label formatter that shows its text as it is: ECharts reads a formatter string as
+  // a template ({a}, {b}, {c} replaced), and a model name could hold one.
+  function literal(text) { return function () { return text; }; }
   function tokens(n) { return n == null ? "-" : Number(n).toLocaleString("en-US"); }
   function usd(v, digits) {
     if (v == null) return "unpriced";

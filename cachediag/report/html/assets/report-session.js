@@ -115,7 +115,7 @@
     s.switches.forEach(function (sw) {
       if (!laneHas(lane, sw.stream)) return;
       marks.push({ xAxis: sw.at * 1000, name: "model " + (sw.before || "?") + " -> " + (sw.after || "?"),
-                   lineStyle: { color: COLORS.model }, label: { formatter: "model: " + (sw.after || "?") } });
+                   lineStyle: { color: COLORS.model }, label: { formatter: literal("model: " + (sw.after || "?")) } });
     });
     var uncached = bars("uncached", "input", COLORS.uncached);
     uncached.markLine = {
