@@ -190,3 +190,27 @@ def test_another_agent_starting_fresh_is_no_compaction(
     kinds = Counter(k.value for k, _ in _streams(records).values())
     assert kinds["compaction"] == 0, why
     assert len(_streams(records)["main"][1]) == 2
+
+
+def _real(scenario: str, version: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    folder = FIXTURES / "proxy" / f"{scenario}-{version}"
+    truth: list[dict[str, Any]] = json.loads((folder / "truth.json").read_text())
+    return _analyze(str(folder / "captures")), truth
+
+
+@pytest.mark.parametrize("scenario", ["pause", "model_switch"])
+@pytest.mark.parametrize("version", VERSIONS)
+def test_every_cause_the_fake_saw_from_the_capture_log_alone(scenario: str, version: str) -> None:
+    """Each request's outcome is the fake's and every cause it names is named. Claude Code
+    replaces the trailing ``system`` message of every request, and on a model switch folds
+    it into the first user message for the other model: neither hides the pause nor splits
+    the conversation in two."""
+    obj, truth = _real(scenario, version)
+    assert obj["streams"] == []  # one conversation
+    requests = obj["requests"]
+    assert [r["message_id"] for r in requests] == [t["msg_id"] for t in truth]
+    for got, want in zip(requests, truth, strict=True):
+        assert got["outcome"] == want["outcome"]
+        assert set(want["causes"]) <= set(got["causes"]), got["message_id"]
+    if (scenario, version) == ("pause", "2.1.332"):
+        assert requests[1]["causes"] == ["ttl_expired_5m"]

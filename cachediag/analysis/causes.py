@@ -157,6 +157,8 @@ def diff_fingerprints(prev: Fingerprint, cur: Fingerprint) -> Diagnosis:
         causes.append(Cause.THINKING_DISPLAY_CHANGED)
     if prev.message_hashes is not None and cur.message_hashes is not None:
         first_msg = first_rewritten_message(prev.message_hashes, cur.message_hashes)
+        if first_msg is not None and routine_rewrite(prev, first_msg) and causes:
+            first_msg = None  # what else changed explains the miss
         if first_msg is not None:
             causes.append(Cause.MESSAGES_REWRITTEN)
             roles = cur.message_roles or ()
@@ -172,6 +174,17 @@ def diff_fingerprints(prev: Fingerprint, cur: Fingerprint) -> Diagnosis:
         first_rewritten_message=first_msg,
         first_rewritten_role=first_role,
     )
+
+
+def routine_rewrite(prev: Fingerprint, first: int) -> bool:
+    """Whether the rewrite from message ``first`` on touches only ``prev``'s trailing
+    ``system``-role messages: Claude Code (2.1.2xx+) appends one to every request and
+    replaces it on the next, so it is no cause while another one (or the clock) explains
+    the miss."""
+    roles = prev.message_roles
+    if roles is None or prev.message_hashes is None or len(roles) != len(prev.message_hashes):
+        return False
+    return first < len(roles) and all(role == "system" for role in roles[first:])
 
 
 def first_rewritten_message(prev: tuple[str, ...], cur: tuple[str, ...]) -> int | None:
@@ -242,6 +255,16 @@ def _diagnose(
         # Bodies joined to the log (not in it) name causes with the capture's authority.
         source = "capture" if cur.fingerprint.joined else "inferred"
         diagnosis = diff_fingerprints(prev.fingerprint, cur.fingerprint)
+        rewrite = diagnosis.first_rewritten_message
+        if (
+            expired
+            and diagnosis.causes == (Cause.MESSAGES_REWRITTEN,)
+            and rewrite is not None
+            and routine_rewrite(prev.fingerprint, rewrite)
+        ):
+            # Only the trailing system message Claude Code replaces on every request
+            # changed: the pause explains the miss.
+            diagnosis = Diagnosis(causes=(), source=source)
         if diagnosis.causes:
             return replace(diagnosis, source=source)
         if expired:

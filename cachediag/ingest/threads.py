@@ -168,6 +168,35 @@ def asks_to_summarise(before: Fingerprint, last: Fingerprint) -> bool:
     return same and bool(extra) and all(bp.type == "text" for bp in extra)
 
 
+FIRST_MESSAGE_MIN_BLOCKS = 2
+"""Content blocks a conversation's first message must have to be recognised inside a
+reshaped one (a lone block, such as the bare prompt, may be quoted by a side call)."""
+
+
+def _contains_run(outer: list[str], inner: list[str]) -> bool:
+    n = len(inner)
+    return any(outer[i : i + n] == inner for i in range(len(outer) - n + 1))
+
+
+def _reshaped_from(recent: list[Thread], fp: Fingerprint) -> Thread | None:
+    """The conversation ``fp`` goes on with although no message stayed in place: its first
+    message holds the whole first message of the conversation's latest request, with
+    more around it. Claude Code does this on a model switch (the context it sent as a
+    trailing ``system`` message to one model is folded into the first user message for
+    another, so every later position moves)."""
+    cur = fp.message_blocks
+    if cur is None or not cur or len(cur) < 2:
+        return None
+    outer = [bp.hash for bp in cur[0]]
+    for thread in recent:
+        last = thread.last.message_blocks
+        if not last or len(last[0]) < FIRST_MESSAGE_MIN_BLOCKS or len(cur[0]) <= len(last[0]):
+            continue
+        if _contains_run(outer, [bp.hash for bp in last[0]]):
+            return thread
+    return None
+
+
 def _compacted_by_last(recent: list[Thread], fp: Fingerprint) -> Thread | None:
     """The conversation that ``fp`` goes on with after compaction, if any.
 
@@ -280,6 +309,8 @@ def split_threads(
             best = _compacted_by_last(recent, fp)
             if best is not None:
                 _split_off_compaction(best, threads, index)
+            else:
+                best = _reshaped_from(recent, fp)
         if best is None:
             best = Thread(first_seen=len(threads), last=fp or Fingerprint())
             if fp is not None:
