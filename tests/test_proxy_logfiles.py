@@ -360,3 +360,28 @@ def test_without_locks_a_torn_record_stays_one_bad_line(
     session = read_records(path.read_bytes().splitlines(keepends=True), str(path), "s")
     assert [r.message_id for r in session.streams["main"].requests] == ["a", "c"]
     assert [i.line for i in session.issues] == [2]
+
+
+def test_day_names_are_exactly_real_dates_and_cheap_to_check(tmp_path: Path) -> None:
+    import datetime
+    import subprocess
+    import sys
+
+    from cachediag.proxy.logfiles import is_day_file_name
+
+    for year in (1900, 2000, 2024, 2025, 2100):
+        for month in range(14):
+            for day in range(33):
+                try:
+                    real = datetime.date(year, month, day).isoformat() + ".jsonl"
+                except ValueError:
+                    real = None
+                name = f"{year:04d}-{month:02d}-{day:02d}.jsonl"
+                assert is_day_file_name(name) == (real == name), name
+    (tmp_path / "2025-11-30.jsonl").write_text("")
+    code = (
+        "import sys; from pathlib import Path; from cachediag.proxy.logfiles import day_files;"
+        f"assert day_files(Path({str(tmp_path)!r})); print('_strptime' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout == "False\n", out.stderr  # the status line lists these folders

@@ -54,14 +54,14 @@ def day_file_name(at: float) -> str:
 
 
 def is_day_file_name(name: str) -> bool:
-    """Exactly a name ``day_file_name`` writes: ASCII digits, a real date, nothing more."""
+    """Exactly a name ``day_file_name`` writes: ASCII digits, a real date, nothing more.
+    (Checked by hand: ``time.strptime`` would import ``_strptime`` on the status line.)"""
     if not _DAY_NAME.fullmatch(name):
         return False
-    try:
-        parsed = time.strptime(name[:10], "%Y-%m-%d")
-    except ValueError:
-        return False
-    return time.strftime("%Y-%m-%d", parsed) == name[:10]
+    year, month, day = int(name[:4]), int(name[5:7]), int(name[8:10])
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    days = (31, 29 if leap else 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+    return 1 <= month <= 12 and 1 <= day <= days[month - 1]
 
 
 def day_files(folder: Path) -> list[Path]:
