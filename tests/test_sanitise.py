@@ -264,3 +264,14 @@ def test_log_text_is_never_read_as_rich_markup(tmp_path: Path, cache_home: Path)
         assert "\x1b[" in result.stdout, "not a colour terminal: the test would prove nothing"
         if "model" in args:
             assert MARKUP in re.sub("\x1b\\[[0-9;]*m", "", result.stdout), result.stdout
+
+
+def test_report_to_stdout_holds_no_raw_control_character(tree: Path, cache_home: Path) -> None:
+    """``report --output -`` may be printed: its data is JSON, C1 escaped, bidi replaced."""
+    result = _run(["report", "--no-progress", "--output", "-", str(tree / "projects")])
+    assert result.exit_code == 0, result.output
+    found = re.findall(
+        "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028-\u202e\u2066-\u2069]", result.stdout
+    )
+    assert not found, found
+    assert "EVIL" in result.stdout

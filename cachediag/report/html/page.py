@@ -20,7 +20,8 @@ from functools import cache
 from importlib.resources import files
 from typing import Any
 
-from cachediag.text import BIDI_CONTROLS, REPLACEMENT
+from cachediag.report.serialize import escape_json
+from cachediag.text import BIDI_CONTROLS, REPLACEMENT, sanitize
 
 ECHARTS_VERSION = "6.1.0"
 ECHARTS_FILE = "echarts.common.min.js"
@@ -39,16 +40,15 @@ def _asset(name: str) -> str:
 def embed_json(data: Any) -> str:
     """JSON that is safe inside ``<script type="application/json">``: no ``</script>``,
     no ``<!--``, no line separators that old parsers treat as line ends, no bidi control
-    (each a ``?``: only inside strings can JSON hold one)."""
+    (each a ``?``: only inside strings can JSON hold one), and the C1 controls escaped as
+    in every JSON output (``report --output -`` may reach a terminal)."""
     text = neutralise_bidi(
-        json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        escape_json(json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False))
     )
     for raw, escaped in (
         ("&", "\\u0026"),
         ("<", "\\u003c"),
         (">", "\\u003e"),
-        ("\u2028", "\\u2028"),
-        ("\u2029", "\\u2029"),
     ):
         text = text.replace(raw, escaped)
     return text
@@ -65,10 +65,10 @@ def _app_script() -> str:
 
 
 def render_page(data: dict[str, Any], title: str) -> str:
-    """The whole HTML document. ``title`` is plain text (escaped here)."""
+    """The whole HTML document. ``title`` is plain text (sanitised and escaped here)."""
     nonce = secrets.token_urlsafe(18)
     pieces = {
-        "title": html.escape(neutralise_bidi(title)),
+        "title": html.escape(sanitize(title)),
         "nonce": nonce,
         "css": _asset("report.css"),
         "data": embed_json(data),
