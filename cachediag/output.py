@@ -136,6 +136,12 @@ def finish_reading(
     report_unreadable(unreadable)
     if nothing_read and not errors:
         errors = [f"nothing could be read ({len(unreadable)} path(s) unreadable)"]
+    raise_errors(errors)
+
+
+def raise_errors(errors: list[str]) -> None:
+    """Each error but the last as an ``Error:`` line on stderr, sanitised (they name files
+    and sessions); the last raised, for the command's one error exit (sanitised there)."""
     if errors:
         for message in errors[:-1]:
             echo(f"Error: {sanitize(message, lines=True)}", err=True)

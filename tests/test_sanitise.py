@@ -190,10 +190,13 @@ def test_warm_shows_the_session_id_sanitised(tree: Path, cache_home: Path) -> No
 
 
 def test_warm_errors_are_sanitised(tmp_path: Path, cache_home: Path) -> None:
-    """A file whose bytes are not a log at all: the error names it, sanitised."""
-    bad = tmp_path / f"x{CANARY}.jsonl"
-    bad.write_bytes(b"\x00\xff not json\n" * 3)
-    result = _run(["warm", *NOW, str(bad)])
+    """Files whose bytes are not a log at all: each error names its file, sanitised (the
+    last one is the command's error exit, the others lines before it)."""
+    for name in ("a", "b"):
+        (tmp_path / f"{name}{CANARY}.jsonl").write_bytes(b"\x00\xff not json\n" * 3)
+    result = _run(["warm", *NOW, *sorted(map(str, tmp_path.glob("*.jsonl")))])
+    assert result.exit_code == 1
+    assert result.stderr.count("Error: ") == 2, result.stderr
     assert_terminal_safe(result.stdout, "stdout")
     assert_terminal_safe(result.stderr, "stderr")
 

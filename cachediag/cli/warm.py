@@ -12,15 +12,9 @@ import click
 
 from cachediag.analysis.session import SessionAnalysis
 from cachediag.analysis.warm import LONGEST_TTL_S
-from cachediag.cli.common import (
-    CachediagError,
-    emit_json,
-    jq_option,
-    pricing_option,
-    report_issues,
-)
+from cachediag.cli.common import emit_json, jq_option, pricing_option, report_issues
 from cachediag.cli.window import zone_option, zone_or_local
-from cachediag.text import sanitize
+from cachediag.output import raise_errors
 
 if TYPE_CHECKING:
     from cachediag.report.warm import WarmOut
@@ -84,10 +78,7 @@ def warm(
         console = SafeConsole()
         console.print(warm_table(report, zone=zone_or_local(zone), width=console.width))
     report_issues(run.issues)
-    if run.errors:
-        for message in run.errors[:-1]:
-            click.echo(f"Error: {sanitize(message, lines=True)}", err=True)
-        raise CachediagError(run.errors[-1])
+    raise_errors(run.errors)
 
 
 def _mtime(path: Path) -> float:
