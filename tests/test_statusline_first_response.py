@@ -41,7 +41,10 @@ def _payload(transcript: Path, spent: float = 0.0) -> dict[str, Any]:
         "cwd": str(transcript.parent),
         "model": {"id": "claude-sonnet-4-6", "display_name": "Sonnet 4.6"},
         "version": "2.1.332",
-        "cost": {"total_cost_usd": spent, "total_duration_ms": 12},
+        "cost": {"total_cost_usd": spent, "total_duration_ms": 1984, "total_api_duration_ms": 0},
+        "context_window": {"total_input_tokens": 0, "current_usage": None, "used_percentage": None},
+        "effort": {"level": "medium"},
+        "thinking": {"enabled": True},
     }
 
 
@@ -118,3 +121,27 @@ def test_the_jq_script_says_the_same(tmp_path: Path) -> None:
     sent = {"hit_ratio": 0.5, "requests": 4, "misses": 2, "last_miss_cause": None}
     assert _script({"prompt_cache": sent}) == "cache 50% · cold · 2 misses · last: unknown\n"
     assert _script({"prompt_cache": {**sent, "misses": 0}}) == "cache 50% · cold · 0 misses\n"
+
+
+# Claude Code 2.1.332 after a /model switch: its own object counts the miss, names no cause.
+SENT = {"hit_ratio": 0, "requests": 2, "misses": 1, "last_miss_at": 1796174007,
+        "last_miss_cause": None, "expires_at": 1796174308}  # fmt: skip
+NAMED = {"misses": 1, "last_miss_at": 1796174007.43,
+         "last_miss_cause": {"causes": ["model_changed", "effort_changed"]}}  # fmt: skip
+
+
+def test_claude_codes_unnamed_miss_takes_the_cause_cachediag_named() -> None:
+    view = {"source": "claude-code", "prompt_cache": SENT, "computed": NAMED, "now": 0.0}
+    line = render.render_line(view)
+    assert line.endswith("1 miss · last: model_changed+effort_changed")
+    # Another miss (another time, or other counts) keeps Claude Code's word: unknown.
+    for other in ({**NAMED, "last_miss_at": 1796173000.0}, {**NAMED, "misses": 2}):
+        assert render.render_line({**view, "computed": other}).endswith("last: unknown")
+
+
+@needs_jq
+def test_the_jq_script_takes_it_too() -> None:
+    stdin = {"prompt_cache": SENT, "cachediag": {"computed": NAMED}}
+    assert _script(stdin).endswith("1 miss · last: model_changed+effort_changed\n")
+    stdin = {"prompt_cache": SENT, "cachediag": {"computed": {**NAMED, "misses": 0}}}
+    assert _script(stdin).endswith("1 miss · last: unknown\n")

@@ -210,9 +210,30 @@ def _cause_detail(cause: dict[str, Any], tools: Any = None, room: int = 0) -> st
     return f" ({('; ' if named else ', ').join(parts)})" if parts else ""
 
 
-def field_last(view: View, color: bool) -> str:
+SAME_MISS_S = 5.0
+"""Claude Code's ``last_miss_at`` (whole seconds) and the transcript's time of the same
+miss are closer than this."""
+
+
+def _last_cause(view: View) -> Any:
+    """The newest miss's cause: Claude Code's, or, when Claude Code named none, the one
+    cachediag named for the same miss (from the capture proxy's records)."""
     pc = view.get("prompt_cache")
     cause = pc.get("last_miss_cause") if isinstance(pc, dict) else None
+    if isinstance(cause, dict) or view.get("source") != "claude-code":
+        return cause
+    computed = view.get("computed")
+    if not isinstance(computed, dict) or count(pc, "misses") != count(computed, "misses"):
+        return cause
+    theirs, ours = number(pc, "last_miss_at"), number(computed, "last_miss_at")
+    if theirs is None or ours is None or abs(theirs - ours) >= SAME_MISS_S:
+        return cause
+    return computed.get("last_miss_cause")
+
+
+def field_last(view: View, color: bool) -> str:
+    pc = view.get("prompt_cache")
+    cause = _last_cause(view)
     causes = cause.get("causes") if isinstance(cause, dict) else None
     # Cause names come from Claude Code's object: keep them to printable characters so
     # that nothing in it can drive the terminal.

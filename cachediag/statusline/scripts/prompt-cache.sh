@@ -8,7 +8,8 @@
 # the misses and the subagents' cache health are shown too. Every field is type-checked:
 # a missing, null or wrongly typed field is left out, and any failure prints `cache ?`.
 # Before the session's first response (no transcript yet) it prints `cache: no response
-# yet`; a miss whose cause is unknown (`last_miss_cause` null) shows `last: unknown`.
+# yet`; a miss whose cause is unknown (`last_miss_cause` null) shows `last: unknown`,
+# unless cachediag named the same miss's cause (its `computed` object, from captures).
 # Needs bash and jq (no bc: jq does the arithmetic and reads the clock); JQ names a jq
 # that is not on PATH (Claude Code may run status lines with PATH=/usr/bin:/bin).
 
@@ -39,7 +40,12 @@ def segments($pc; $cd):
   | ($pc.expires_at | num) as $expires
   | ($pc.requests | num) as $requests
   | ($pc.misses | num) as $misses
-  | ($pc.last_miss_cause | obj) as $cause
+  | ($cd.computed | obj) as $computed
+  | (($pc.last_miss_cause | obj) // (
+      if $computed != null and ($computed.misses | num) == ($pc.misses | num)
+         and ($pc.last_miss_at | num) != null and ($computed.last_miss_at | num) != null
+         and ((($pc.last_miss_at | num) - ($computed.last_miss_at | num)) | fabs) < 5
+      then ($computed.last_miss_cause | obj) else null end)) as $cause
   | ($cd.miss_cost_usd | num) as $cost
   | ($cd.subagents | obj) as $agents
   | (if $ratio == null then "cache –"
