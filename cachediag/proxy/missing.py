@@ -25,7 +25,15 @@ from typing import Any
 
 from cachediag.ingest.lines import BadLine, parse_line
 from cachediag.ingest.threads import Thread, split_threads
-from cachediag.model import RequestRecord, ServerReason, SessionLog, StreamKind, Ttl
+from cachediag.model import (
+    RebuildAnnounced,
+    RebuildKind,
+    RequestRecord,
+    ServerReason,
+    SessionLog,
+    StreamKind,
+    Ttl,
+)
 from cachediag.proxy.index import _AT, _AT_WITHIN, fingerprint_from_json
 
 _TTLS: dict[Any, Ttl] = {"5m": "5m", "30m": "30m", "1h": "1h", "24h": "24h"}
@@ -204,3 +212,23 @@ def _lines_between(path: Path, since: float, until: float) -> list[tuple[int, by
         if when is not None and since <= float(when.group(1)) <= until:
             out.append((number, raw))
     return out
+
+
+def captured_compaction(
+    enrich: object, log: SessionLog, prev: RequestRecord | None, boundary: RebuildAnnounced
+) -> RequestRecord | None:
+    """For a live reader (status line, ``watch``) whose ``enrich`` is the capture join
+    (``proxy.index.LiveJoin``): the compaction call behind a compaction ``boundary`` that
+    no transcript holds, put in a new compaction stream of ``log`` (named after the
+    capture's day file), ready for that stream's ledger; ``None`` when there is none.
+    ``prev`` is the request before the boundary in its stream (its ledger's ``prev``)."""
+    folder = getattr(enrich, "folder", None)
+    if not isinstance(folder, Path) or prev is None or boundary.kind is not RebuildKind.COMPACTION:
+        return None
+    found = compaction_call(folder, prev, boundary.at)
+    if found is None:
+        return None
+    path, record = found
+    sid = free_stream_id(log, "compaction")
+    log.stream(sid, StreamKind.COMPACTION, source=str(path))
+    return dataclasses.replace(record, stream=sid)

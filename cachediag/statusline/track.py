@@ -8,7 +8,6 @@ the whole session from byte 0 (a full recompute).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -109,21 +108,15 @@ class Session(LiveSession):
         """Claude Code 2.1.332 writes no transcript for its compaction call: with the
         capture proxy's records, the call is counted in a compaction stream of its own
         (its tokens and cost, as ``analyze --captures`` counts it)."""
-        enrich = self.enrich
-        ledger = self.ledgers.get(boundary.stream)
-        folder = getattr(enrich, "folder", None)
-        if folder is None or ledger is None or ledger.prev is None:
+        if self.enrich is None:
             return
-        from cachediag.proxy.missing import compaction_call, free_stream_id
+        from cachediag.proxy.missing import captured_compaction
 
-        found = compaction_call(folder, ledger.prev, boundary.at)
-        if found is None:
-            return
-        path, record = found
-        sid = free_stream_id(self.log, "compaction")
-        self.log.stream(sid, StreamKind.COMPACTION, source=str(path))
-        record = dataclasses.replace(record, stream=sid)
-        self.landed(record, self.ledgers.setdefault(sid, Ledger()).feed(record))
+        ledger = self.ledgers.get(boundary.stream)
+        prev = None if ledger is None else ledger.prev
+        record = captured_compaction(self.enrich, self.log, prev, boundary)
+        if record is not None:
+            self.landed(record, self.ledgers.setdefault(record.stream, Ledger()).feed(record))
 
     def _miss_cost(
         self, misses: list[Any], used: dict[str, DayPrices]
