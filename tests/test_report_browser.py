@@ -377,6 +377,8 @@ def test_a_session_without_prices_shows_unpriced(
         assert values[2] == "unpriced", values
         assert "unpriced" in values[3] and "$" not in values[3], values
         assert "$0.00" not in page.locator("#session-summary").inner_text()
+        whatif = page.evaluate(ZR_TEXTS.replace("'timeline'", "'chart-whatif'"))
+        assert "unpriced" in whatif and "$0.00" not in whatif, whatif
         assert opened.errors() == []
     finally:
         page.close()

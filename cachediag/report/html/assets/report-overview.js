@@ -109,6 +109,9 @@
     var w = OV.whatif;
     var labels = OV.policy_labels || {};
     var actual = w.policies[0].cost_usd;
+    // Every policy prices the same requests: with none priced, no policy has a cost.
+    var none = rowUsd(OV.totals, 0) === "unpriced";
+    function cost(v) { return none ? "unpriced" : usd(v); }
     var chart = newChart(document.getElementById("chart-whatif"));
     chart.setOption({
       animation: false,
@@ -118,8 +121,8 @@
         formatter: function (p) {
           var pol = w.policies[p.dataIndex];
           var delta = pol.cost_usd - actual;
-          return "<b>" + esc(labels[pol.policy] || pol.policy) + "</b><br>cost " + usd(pol.cost_usd) +
-            (p.dataIndex ? " (" + (delta >= 0 ? "+" : "-") + usd(Math.abs(delta)) + " vs actual)" : "") +
+          return "<b>" + esc(labels[pol.policy] || pol.policy) + "</b><br>cost " + cost(pol.cost_usd) +
+            (p.dataIndex && !none ? " (" + (delta >= 0 ? "+" : "-") + usd(Math.abs(delta)) + " vs actual)" : "") +
             "<br>misses " + tokens(pol.misses) + "<br>keep-alive requests " +
             tokens(pol.keep_alive_requests);
         }
@@ -133,7 +136,7 @@
           var color = p.policy === w.best ? COLORS.read : (p.policy === "as_happened" ? COLORS.uncached : COLORS.rest);
           return { value: p.cost_usd, itemStyle: { color: color } };
         }),
-        label: { show: true, position: "right", formatter: function (p) { return usd(p.value); } }
+        label: { show: true, position: "right", formatter: function (p) { return cost(p.value); } }
       }]
     });
     document.getElementById("recommendation").textContent = "Recommendation: " + w.recommendation;
