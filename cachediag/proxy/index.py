@@ -163,8 +163,11 @@ class CaptureIndex:
             pos = nl + 1
         return start + end, count
 
-    def between(self, since: float, until: float) -> list[tuple[Path, RequestRecord]]:
-        """The requests answered from ``since`` to ``until``, each with its day file."""
+    def between(
+        self, since: float, until: float, skip: frozenset[tuple[str, int]] = frozenset()
+    ) -> list[tuple[Path, RequestRecord]]:
+        """The requests answered from ``since`` to ``until``, each with its day file;
+        lines at ``skip`` (day file name, offset) are not read."""
         from cachediag.proxy.missing import record_from_line
 
         if not self._sorted:
@@ -175,6 +178,8 @@ class CaptureIndex:
         for at, name, offset, line in self.times[lo:]:
             if at > until:
                 break
+            if (name, offset) in skip:
+                continue
             raw = _read_line(self.folder / name, offset)
             record = None if raw is None else record_from_line(raw, line)
             if record is not None:
@@ -238,19 +243,24 @@ def join_session(log: SessionLog, index: CaptureIndex) -> SessionLog:
     """``log`` with every request that has a capture record given its fingerprint, and
     the captured requests its transcripts lack added to it (``proxy.missing``)."""
     joined: list[float] = []
+    known: set[tuple[str, int]] = set()
     for stream in log.streams.values():
         stream.items = [
             join_record(item, index) if isinstance(item, RequestRecord) else item
             for item in stream.items
         ]
-        joined.extend(
-            i.at for i in stream.items if isinstance(i, RequestRecord) and i.fingerprint is not None
-        )
+        for item in stream.items:
+            if isinstance(item, RequestRecord):
+                known.update(
+                    index.where[i] for i in (item.message_id, item.request_id) if i in index.where
+                )
+                if item.fingerprint is not None:
+                    joined.append(item.at)
     if joined and index.times:
         from cachediag.proxy.missing import add_missing
 
-        found = index.between(min(joined) - WINDOW_BEFORE_S, max(joined) + WINDOW_AFTER_S)
-        add_missing(log, found)
+        since, until = min(joined) - WINDOW_BEFORE_S, max(joined) + WINDOW_AFTER_S
+        add_missing(log, index.between(since, until, frozenset(known)))
     return log
 
 
