@@ -157,12 +157,20 @@ def _streams(records: list[RequestRecord]) -> dict[str, tuple[StreamKind, list[A
     return {sid: (kind, items) for sid, kind, items in name_threads(split_threads(records))}
 
 
-def test_a_summary_request_of_its_own_is_a_compaction_too() -> None:
-    # The classic shape: the conversation, then a user message asking for the summary.
+@pytest.mark.parametrize(
+    ("tools", "system"),
+    [("t", ("s",)), ("none", ("You summarise conversations.",))],
+    ids=["same-prefix", "own-prompt-and-tools"],
+)
+def test_a_summary_request_of_its_own_is_a_compaction_too(
+    tools: str, system: tuple[str, ...]
+) -> None:
+    # The classic shape: the conversation, then a user message asking for the summary,
+    # sent with the conversation's own prefix or with a summariser's prompt and tools.
     records = [
         _req(1, _fp(["a"])),
         _req(2, _fp(["a", "b", "c"]), read=5000),
-        _req(3, _fp(["a", "b", "c", "d", "SUMMARISE"]), read=10000),
+        _req(3, _fp(["a", "b", "c", "d", "SUMMARISE"], tools=tools, system=system), read=10000),
         _req(4, _fp(["SUMMARY", "e"]), read=2000),
     ]
     streams = _streams(records)
