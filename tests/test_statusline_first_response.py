@@ -60,8 +60,9 @@ def _script(stdin: dict[str, Any]) -> str:
     return result.stdout.decode()
 
 
-def test_before_the_first_response_the_line_says_so(tmp_path: Path) -> None:
-    payload = _payload(tmp_path / "projects" / "-app" / f"{SID}.jsonl")
+@pytest.mark.parametrize("name", [f"{SID}.jsonl", "new.jsonl"])
+def test_before_the_first_response_the_line_says_so(tmp_path: Path, name: str) -> None:
+    payload = _payload(tmp_path / "projects" / "-app" / name)
     assert run_line(payload, "--no-color") == NOT_YET
     obj = json.loads(run_line(payload, "--json"))
     assert obj["prompt_cache"] is None and obj["cachediag"]["transcript"] == "not_written_yet"
@@ -83,8 +84,9 @@ def test_a_transcript_with_the_prompt_but_no_answer_yet(tmp_path: Path) -> None:
 def test_a_missing_transcript_after_money_was_spent_is_a_problem(tmp_path: Path) -> None:
     payload = _payload(tmp_path / f"{SID}.jsonl", spent=1.5)
     assert run_line(payload, "--no-color") == render.FALLBACK
-    # Another file than the session's own is no first response either.
-    assert run_line(_payload(tmp_path / "other.jsonl"), "--no-color") == render.FALLBACK
+    # Without a session named, a missing transcript is no first response either.
+    payload = {k: v for k, v in _payload(tmp_path / f"{SID}.jsonl").items() if k != "session_id"}
+    assert run_line(payload, "--no-color") == render.FALLBACK
 
 
 def test_an_unnamed_last_miss_reads_unknown(tmp_path: Path) -> None:

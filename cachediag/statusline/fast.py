@@ -163,11 +163,12 @@ def build_view(
 
 
 def _own_transcript(payload: dict[str, Any], path: str) -> bool:
-    """Whether the payload is that of a session with no response yet: Claude Code names its
-    transcript ``<session_id>.jsonl`` before writing it, and nothing was spent so far (a
-    session that spent money and has no transcript has a real problem)."""
+    """Whether the payload is that of a session with no response yet: Claude Code names
+    the session and its transcript before writing it (``<session_id>.jsonl`` in 2.1.x,
+    but the name is its business), and nothing was spent so far (a session that spent
+    money and has no transcript has a real problem)."""
     sid = payload.get("session_id")
-    if not (isinstance(sid, str) and sid and os.path.basename(path) == f"{sid}.jsonl"):
+    if not (isinstance(sid, str) and sid.strip()):
         return False
     spent = render.number(payload.get("cost"), "total_cost_usd")
     return spent is None or spent <= 0

@@ -85,7 +85,6 @@ def pending($in):
   | ($in.transcript_path | if type == "string" then . else null end) as $path
   | (($in.cost | obj // {}).total_cost_usd | num) as $spent
   | if $sid != null and $path != null and ($path | test("\n") | not) and ($spent // 0) <= 0
-       and ($path | split("/") | last) == "\($sid).jsonl"
     then $path else empty end;
 (try input catch null) as $in
 | ($in | obj) as $in
