@@ -13,6 +13,7 @@ transcript holds 4 of the 5 requests.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import shutil
@@ -25,7 +26,15 @@ from click.testing import CliRunner
 
 from cachediag.cli import main
 from cachediag.ingest.threads import name_threads, split_threads
-from cachediag.model import BlockPrint, Fingerprint, RebuildAnnounced, RequestRecord, StreamKind
+from cachediag.model import (
+    BlockPrint,
+    Fingerprint,
+    RebuildAnnounced,
+    RequestRecord,
+    SessionLog,
+    StreamKind,
+)
+from cachediag.proxy.missing import add_missing
 from cachediag.statusline import fast
 from tests.conftest import FIXTURES
 
@@ -222,3 +231,29 @@ def test_every_cause_the_fake_saw_from_the_capture_log_alone(scenario: str, vers
         assert set(want["causes"]) <= set(got["causes"]), got["message_id"]
     if (scenario, version) == ("pause", "2.1.332"):
         assert requests[1]["causes"] == ["ttl_expired_5m"]
+
+
+def _session(*streams: tuple[str, StreamKind, list[RequestRecord]]) -> SessionLog:
+    log = SessionLog("s", "t.jsonl", "claude-code")
+    for sid, kind, records in streams:
+        log.stream(sid, kind).items.extend(dataclasses.replace(r, stream=sid) for r in records)
+    return log
+
+
+def test_a_request_the_transcript_lost_goes_back_into_its_stream() -> None:
+    lost = _req(2, _fp(["a", "b", "c"]), read=5000)
+    other = _req(9, _fp(["a", "b", "c", "d", "e"]), read=5000)  # goes on past the session
+    log = _session(
+        ("main", StreamKind.MAIN, [_req(1, _fp(["a"])), _req(3, _fp(["a", "b", "c", "d", "e"]))])
+    )
+    found = [(Path("day.jsonl"), lost), (Path("day.jsonl"), other)]
+    assert add_missing(log, found) == 1
+    assert [r.message_id for r in log.streams["main"].requests] == ["m1", "m2", "m3"]
+
+
+def test_a_conversation_nothing_of_the_session_went_on_from_is_not_added() -> None:
+    log = _session(("main", StreamKind.MAIN, [_req(1, _fp(["a"])), _req(2, _fp(["a", "b", "c"]))]))
+    after = [(Path("day.jsonl"), _req(5, _fp(["a", "b", "c", "x", "y"]), read=5000))]
+    stranger = [(Path("day.jsonl"), _req(6, _fp(["q"], tools="other")))]
+    assert add_missing(log, after + stranger) == 0
+    assert list(log.streams) == ["main"]

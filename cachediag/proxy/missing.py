@@ -115,7 +115,13 @@ def add_missing(log: SessionLog, found: list[tuple[Path, RequestRecord]]) -> int
     records = sorted([*mine, *(r for _, r in found if id(r) in extra)], key=_at)
     added = 0
     for thread in split_threads(records):
-        new = [i for i in thread.items if isinstance(i, RequestRecord) and id(i) in extra]
+        requests = [i for i in thread.items if isinstance(i, RequestRecord)]
+        # Only what the session's own later requests went on from is the session's: a
+        # conversation of another session that happens to start alike may follow it.
+        last_mine = max((n for n, i in enumerate(requests) if id(i) in home), default=-1)
+        new = [i for i in requests[:last_mine] if id(i) in extra] if last_mine >= 0 else []
+        if last_mine < 0 and _forked_from_session(thread, home):
+            new = [i for i in requests if id(i) in extra]
         if not new:
             continue
         streams = Counter(home[id(i)] for i in thread.items if id(i) in home)
@@ -139,8 +145,13 @@ def _at(item: Any) -> float:
 
 
 def _forked_from_session(thread: Thread, home: dict[int, str]) -> bool:
+    """Whether ``thread`` (a compaction call) forked a conversation of the session that
+    went on after it: the session's own request resumed from its summary."""
     parent = thread.forked_from
-    return parent is not None and any(id(i) in home for i in parent.items)
+    if parent is None or not thread.items:
+        return False
+    at = thread.items[0].at
+    return any(id(i) in home and i.at > at for i in parent.items)
 
 
 def free_stream_id(log: SessionLog, kind: str) -> str:
