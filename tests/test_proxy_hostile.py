@@ -248,6 +248,35 @@ def _trickle(port: int) -> tuple[bytes, bool]:
         return b"", False
 
 
+def test_an_idle_kept_alive_connection_is_closed(tmp_path: Path) -> None:
+    limits = Limits(idle_timeout_s=0.5)
+    with FakeUpstream() as up:
+
+        async def go() -> tuple[bytes, bool]:
+            async with proxy_to(up.url, tmp_path, limits) as base:
+                # Keep-alive: the connection stays open after the answer, until idle.
+                request = b"GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n"
+                return await asyncio.to_thread(_until_closed, port_of(base), request)
+
+        answer, closed = run(go())
+    assert status_of(answer) == 200 and len(up.seen) == 1
+    assert closed, "an idle connection was still open after 20 s"
+
+
+def _until_closed(port: int, request: bytes) -> tuple[bytes, bool]:
+    import socket
+
+    with socket.create_connection(("127.0.0.1", port), timeout=20) as sock:
+        sock.sendall(request)
+        got = b""
+        try:
+            while chunk := sock.recv(65536):
+                got += chunk
+        except TimeoutError:
+            return got, False
+        return got, True
+
+
 def test_a_client_gone_cancels_its_upstream_request_and_is_recorded_cancelled(
     tmp_path: Path,
 ) -> None:
