@@ -15,6 +15,7 @@ from cachediag.analysis.session import SessionAnalysis, analyze_session
 from cachediag.errors import CachediagError, InputError
 from cachediag.ingest.discover import SessionSource, claude_projects_dirs, discover
 from cachediag.ingest.reader import Claims, read_sessions, read_stdin
+from cachediag.ingest.skipped import Skipped
 from cachediag.model import LineIssue, SessionLog
 from cachediag.parallel import map_ordered, total_bytes, workers_for
 
@@ -183,8 +184,9 @@ class Run:
     """What one run read: its sessions as they are analysed, and errors kept for the end."""
 
     errors: list[str] = field(default_factory=list)
-    issues: list[LineIssue] = field(default_factory=list)
-    """Lines skipped, and files passed over as not being sessions (line 0)."""
+    issues: list[LineIssue] = field(default_factory=Skipped)
+    """Lines skipped, and files passed over as not being sessions (line 0): counted, the
+    first few kept (``Skipped``)."""
     unreadable: list[LineIssue] = field(default_factory=list)
     """Files and folders that could not be read (vanished, no permission): line 0."""
     sessions_read: int = 0

@@ -5,13 +5,16 @@ path, window bounds at the ends of the calendar."""
 from __future__ import annotations
 
 import importlib.util
+import io
 import json
 import os
+import pickle
 import signal
 import subprocess
 import sys
 import threading
 import time
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -223,3 +226,78 @@ def test_ctrl_c_stops_a_jq_program_that_never_ends() -> None:
     assert child.returncode == -signal.SIGINT, err
     assert b"Traceback" not in err, err
     assert rest == b""
+
+
+# --- skipped lines are counted, not kept ------------------------------------------------
+
+SESSION = ROOT / "fixtures" / "real" / "spotter" / "short.jsonl"
+
+
+def test_endless_bad_lines_are_counted_in_bounded_memory() -> None:
+    """``cat s.jsonl; yes``: every bad line is counted, a few kept with their numbers, and
+    memory does not grow with them (each was kept, and the scanner answered for a whole
+    4 MiB chunk of them at once: 515 MB at 3 million lines, now 34 MB)."""
+    from cachediag.ingest.reader import read_stdin
+    from cachediag.ingest.skipped import KEEP
+
+    bad = 400_000
+    data = SESSION.read_bytes() + b"y\n" * bad
+    tracemalloc.start()
+    try:
+        (log,) = read_stdin(io.BytesIO(data))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(log.issues) == bad
+    kept = log.issues.examples()  # type: ignore[attr-defined]
+    assert len(kept) == KEEP and kept[0].line == SESSION.read_bytes().count(b"\n") + 1
+    assert {i.reason for i in kept} == {"not valid JSON"}
+    assert any(s.items for s in log.streams.values())
+    assert peak - len(data) < 24 << 20, peak
+
+
+def test_the_scanner_is_asked_a_piece_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What one scan answers is bounded by ``PIECE_BYTES``, however many lines a chunk of
+    short ones holds; the lines and their numbers are the same as one scan of the whole."""
+    from cachediag.ingest import lines, sniff
+
+    data = b"".join(b'{"type":"x","n":%d}\n' % i if i % 7 else b"y\n" for i in range(60_000))
+    needles = (b'"type"',)
+    whole, _ = lines.py_scan_chunk(data, 0, len(data), needles)
+    want = [(index + 1, data[start:stop]) for index, start, stop in whole]
+    asked: list[int] = []
+    real = lines.scan_chunk
+
+    def scan(buf: Any, first: int, end: int, wanted: tuple[bytes, ...]) -> Any:
+        asked.append(end - first)
+        return real(buf, first, end, wanted)
+
+    monkeypatch.setattr(lines, "scan_chunk", scan)
+    monkeypatch.setattr(sniff, "scan_chunk", scan)
+    assert list(lines.scan_lines(io.BytesIO(data), needles)) == want
+    assert max(asked) <= lines.PIECE_BYTES < len(data)
+    asked.clear()
+    assert list(sniff._lines_holding(data, needles)) == want
+    assert max(asked) <= lines.PIECE_BYTES
+
+
+def test_skipped_counts_travel_from_worker_processes(tmp_path: Path) -> None:
+    """Each session's count comes back whole from a worker (pickled with its counts, not
+    rebuilt from the examples kept) and adds up in the run."""
+    from cachediag.ingest.skipped import KEEP, Skipped
+    from cachediag.model import LineIssue
+
+    skipped = Skipped(LineIssue("f", n, "bad") for n in range(1, 3 * KEEP))
+    skipped.append(LineIssue("g", 0, "not a log"))
+    again = pickle.loads(pickle.dumps(skipped))
+    assert (again.files, again.lines, len(again)) == (1, 3 * KEEP - 1, 3 * KEEP)
+    assert again.examples() == skipped.examples()
+    body = SESSION.read_bytes()
+    for n in range(3):
+        project = tmp_path / f"p{n}"
+        project.mkdir()
+        (project / f"s{n}.jsonl").write_bytes(body + b"{oops\n" * (KEEP + 50))
+    result = run("analyze", "--json", "--jobs", "2", str(tmp_path))
+    assert result.exit_code == 0, result.stderr
+    counts = [json.loads(line)["skipped_lines"] for line in result.stdout.splitlines()]
+    assert counts == [KEEP + 50] * 3

@@ -34,6 +34,7 @@ from cachediag.ingest.otel_bodies import (
     request_body_facts,
     response_body_facts,
 )
+from cachediag.ingest.skipped import Skipped, issues_first
 from cachediag.model import (
     MAIN_STREAM,
     LineIssue,
@@ -284,7 +285,7 @@ def read_otel(
 ) -> list[SessionLog]:
     """Every session of an export, in the order they first appear."""
     ttl = ttl or default_ttl()
-    issues: list[LineIssue] = []
+    issues = Skipped()
     counts = OtelCounts()
     bodies = BodyIndex()
     for folder in body_dirs:
@@ -312,16 +313,16 @@ def read_otel(
         key = _session_key(event, session_id)
         state = sessions.get(key)
         if state is None:
-            log = SessionLog(key, source, FORMAT, project=_project(event))
+            log = SessionLog(key, source, FORMAT, issues=Skipped(), project=_project(event))
             log.stream(MAIN_STREAM, StreamKind.MAIN, source=source)
             state = sessions[key] = _Session(log)
         _add_event(state, event, bodies, ttl, source)
     logs = [s.log for s in sessions.values()]
     if not logs:
-        empty = SessionLog(session_id, source, FORMAT)
+        empty = SessionLog(session_id, source, FORMAT, issues=Skipped())
         empty.stream(MAIN_STREAM, StreamKind.MAIN, source=source)
         logs = [empty]
-    logs[0].issues[:0] = issues
+    logs[0].issues = issues_first(issues, logs[0].issues)
     logs[0].non_model_calls += counts.metrics + counts.spans + counts.other_events
     return logs
 

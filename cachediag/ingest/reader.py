@@ -11,6 +11,7 @@ from cachediag.ingest.fields import SESSION, numbered_fields
 from cachediag.ingest.files import unreadable_reason
 from cachediag.ingest.lines import BadLine
 from cachediag.ingest.needles import needles_for
+from cachediag.ingest.skipped import Skipped, issues_first
 from cachediag.ingest.sniff import Opened, matching_lines, open_file, peek
 from cachediag.ingest.transcript import (
     FORMAT,
@@ -85,7 +86,7 @@ def _read_lone_transcript(
     """``_read_transcript_session`` of a session that is one main file, already open:
     most sessions of a history, read without the copies' and agents' bookkeeping."""
     source = str(path)
-    session = SessionLog(src.session_id, source, FORMAT, project=src.project)
+    session = SessionLog(src.session_id, source, FORMAT, issues=Skipped(), project=src.project)
     session.stream(MAIN_STREAM, StreamKind.MAIN, source=source)
     reader = TranscriptReader(session, source, claimed=claimed)
     readable = _feed_file(reader, path, session, strict=src.explicit, opened=opened)
@@ -169,7 +170,7 @@ def read_sessions(src: SessionSource, claimed: Claims | None = None) -> list[Ses
 def _read_transcript_session(
     src: SessionSource, claimed: Claims | None, opened: Opened | None = None
 ) -> SessionLog:
-    session = SessionLog(src.session_id, src.source, FORMAT, project=src.project)
+    session = SessionLog(src.session_id, src.source, FORMAT, issues=Skipped(), project=src.project)
     mains = src.mains
     session.main_present = bool(mains)
     session.stream(MAIN_STREAM, StreamKind.MAIN, source=str(src.main) if mains else None)
@@ -219,14 +220,14 @@ def read_stdin(stream: IO[bytes], source: str = "-") -> list[SessionLog]:
 
         return read_request_logs(fmt, lines, source, source)
     sessions: dict[str, tuple[SessionLog, TranscriptReader]] = {}
-    issues: list[LineIssue] = []
+    issues = Skipped()
     claimed: Claims = {}
     matching = matching_lines(head, stream, needles_for(head, follow_chains=True))
     for number, fields in numbered_fields(matching, source, issues):
         session_id = fields[SESSION] or source
         pair = sessions.get(session_id)
         if pair is None:
-            log = SessionLog(session_id, source, FORMAT)
+            log = SessionLog(session_id, source, FORMAT, issues=Skipped())
             log.stream(MAIN_STREAM, StreamKind.MAIN, source=source)
             pair = sessions[session_id] = (log, TranscriptReader(log, source, claimed=claimed))
         try:
@@ -235,8 +236,8 @@ def read_stdin(stream: IO[bytes], source: str = "-") -> list[SessionLog]:
             pair[0].issues.append(LineIssue(source, number, str(exc)))
     logs = [log for log, _ in sessions.values()]
     if not logs:
-        logs = [SessionLog(source, source, FORMAT)]
+        logs = [SessionLog(source, source, FORMAT, issues=Skipped())]
         logs[0].stream(MAIN_STREAM, StreamKind.MAIN, source=source)
     # Lines that failed to parse belong to no session; report them with the first.
-    logs[0].issues[:0] = issues
+    logs[0].issues = issues_first(issues, logs[0].issues)
     return logs

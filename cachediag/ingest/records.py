@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cachediag.ingest.lines import iter_objects
+from cachediag.ingest.skipped import Skipped
 from cachediag.model import (
     MAIN_STREAM,
     BlockPrint,
@@ -278,7 +279,7 @@ def _problem(exc: ValidationError) -> str:
 def read_records(lines: Iterable[bytes], source: str, session_id: str) -> SessionLog:
     """Records with a ``stream`` go to it; requests that name none but carry message
     hashes (the capture proxy's) are split into conversations as a capture is."""
-    session = SessionLog(session_id, source, FORMAT)
+    session = SessionLog(session_id, source, FORMAT, issues=Skipped())
     session.stream(MAIN_STREAM, StreamKind.MAIN, source=source)
     unplaced: list[tuple[float, RequestRecord]] = []
     for number, obj in iter_objects(lines, source, session.issues):

@@ -27,7 +27,7 @@ from cachediag.ingest.detect import (
 )
 from cachediag.ingest.fields import SESSION, TYPE, UUID
 from cachediag.ingest.files import open_found, open_found_raw
-from cachediag.ingest.lines import OVERLONG, BadLine, parse_line, scan_chunk, scan_lines
+from cachediag.ingest.lines import OVERLONG, BadLine, parse_line, pieces, scan_chunk, scan_lines
 from cachediag.ingest.native import PICKER, SCANNER
 from cachediag.ingest.needles import (
     MAX_LINE_BYTES,
@@ -198,10 +198,13 @@ def _lines_of(block: bytes) -> list[bytes]:
 
 def _lines_holding(data: bytes, needles: tuple[bytes, ...]) -> Iterator[tuple[int, bytes]]:
     """``matching_lines`` over a file read whole: one scan (no line of a file held whole
-    can be longer than ``MAX_LINE_BYTES``)."""
-    found, _ = scan_chunk(data, 0, len(data), needles)
-    for index, start, stop in found:
-        yield index + 1, data[start:stop]
+    can be longer than ``MAX_LINE_BYTES``), a piece at a time (``lines.pieces``)."""
+    line = 1
+    for first, last in pieces(data, 0, len(data)):
+        found, newlines = scan_chunk(data, first, last, needles)
+        for index, start, stop in found:
+            yield line + index, data[start:stop]
+        line += newlines
 
 
 def peek(stream: IO[bytes]) -> tuple[list[bytes], Iterator[bytes]]:

@@ -26,6 +26,7 @@ from cachediag.ingest.openai import (
     plain_record,
     response_record,
 )
+from cachediag.ingest.skipped import Skipped
 from cachediag.model import MAIN_STREAM, LineIssue, RequestRecord, SessionLog, StreamKind
 
 FORMAT = "api-usage"
@@ -167,7 +168,7 @@ def _sse_text_objects(lines: Iterable[bytes]) -> Iterator[tuple[int, JsonObject]
 def read_usage(
     lines: Iterable[bytes], source: str, session_id: str, *, sse_text: bool = False
 ) -> SessionLog:
-    session = SessionLog(session_id, source, FORMAT)
+    session = SessionLog(session_id, source, FORMAT, issues=Skipped())
     objects = _sse_text_objects(lines) if sse_text else iter_objects(lines, source, session.issues)
     by_stream: dict[str, list[RequestRecord]] = {}
     for number, obj, at in _events_as_messages(objects, session.issues, source):
