@@ -385,3 +385,19 @@ def test_day_names_are_exactly_real_dates_and_cheap_to_check(tmp_path: Path) -> 
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout == "False\n", out.stderr  # the status line lists these folders
+
+
+def test_only_regular_day_files_are_listed_for_readers(tmp_path: Path) -> None:
+    from cachediag.proxy.index import CaptureIndex
+    from cachediag.proxy.logfiles import day_files
+
+    log = CaptureLog(tmp_path / "caps", keep_days=0)
+    log.append(json.dumps(build_record(exchange("m1", [], NOON))).encode(), NOON)
+    log.close()
+    elsewhere = tmp_path / "elsewhere.jsonl"
+    elsewhere.write_text(json.dumps(build_record(exchange("m2", [], NOON))) + "\n")
+    (log.folder / "2025-11-29.jsonl").symlink_to(elsewhere)
+    os.mkfifo(log.folder / "2025-11-28.jsonl")
+    assert day_files(log.folder) == [log.folder / day_file_name(NOON)]
+    index = CaptureIndex(log.folder)
+    assert index.refresh() == 1  # the FIFO is not opened (it would block), the link not read

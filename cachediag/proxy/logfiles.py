@@ -65,12 +65,18 @@ def is_day_file_name(name: str) -> bool:
 
 
 def day_files(folder: Path) -> list[Path]:
-    """The folder's day files, oldest first (other files are not ours)."""
+    """The folder's day files, oldest first: regular files under a day's name (a link, a
+    FIFO or any other name is not one the proxy wrote, and is never read as one)."""
     try:
-        names = os.listdir(folder)
+        with os.scandir(folder) as entries:
+            names = [
+                e.name
+                for e in entries
+                if is_day_file_name(e.name) and e.is_file(follow_symlinks=False)
+            ]
     except OSError:
         return []
-    return [folder / n for n in sorted(names) if is_day_file_name(n)]
+    return [folder / n for n in sorted(names)]
 
 
 def _uid() -> int:
