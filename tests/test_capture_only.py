@@ -229,6 +229,8 @@ def test_every_cause_the_fake_saw_from_the_capture_log_alone(scenario: str, vers
     for got, want in zip(requests, truth, strict=True):
         assert got["outcome"] == want["outcome"]
         assert set(want["causes"]) <= set(got["causes"]), got["message_id"]
+        # Named from the bodies: the clock's cause too, once they showed nothing else.
+        assert got["cause_source"] == ("capture" if want["outcome"] == "miss" else None)
     if (scenario, version) == ("pause", "2.1.332"):
         assert requests[1]["causes"] == ["ttl_expired_5m"]
 

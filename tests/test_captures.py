@@ -123,7 +123,8 @@ def test_capture_cause(name: str) -> None:
         assert request["outcome"] == "miss"
         assert sorted(request["causes"]) == sorted(causes)
         assert request["reprocessed_tokens"] == details.get("reprocessed_tokens", 13_000)
-        assert request["cause_source"] == details.get("cause_source", "inferred")
+        # Named from the bodies (the clock's causes too: only bodies rule out the rest).
+        assert request["cause_source"] == details.get("cause_source", "capture")
     for key, value in details.items():
         assert request[key] == value, key
     # The side calls (a quota check stream, topic checks) never disturb the main thread.

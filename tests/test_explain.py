@@ -31,7 +31,7 @@ def test_default_is_the_last_miss_with_tool_names() -> None:
     lines = result.stdout.splitlines()
     assert lines[0] == "Request 2 of stream main: miss · claude-opus-4-5-20251101 ·"
     assert lines[1] == "  2025-11-30 00:00:52 UTC"
-    assert "  cause: tools_changed (inferred from the log)" in lines
+    assert "  cause: tools_changed (from the captured requests)" in lines
     assert "  tools added: WebFetch" in lines
     assert "  tools removed: LS" in lines
 

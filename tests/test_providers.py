@@ -48,7 +48,7 @@ TOOLS_SWAPPED = {
 }
 EXPECTED: dict[str, tuple[str, str, list[str], str | None, dict[str, Any]]] = {
     **{
-        f"{api}_{cause}": (CAPTURE, "miss", [cause], "inferred", {})
+        f"{api}_{cause}": (CAPTURE, "miss", [cause], "capture", {})
         for api in ("chat", "responses")
         for cause in BODY_CHANGES
     },
@@ -57,64 +57,64 @@ EXPECTED: dict[str, tuple[str, str, list[str], str | None, dict[str, Any]]] = {
         CAPTURE,
         "miss",
         ["messages_rewritten"],
-        "inferred",
+        "capture",
         {"reprocessed_tokens": 3_000, "first_rewritten_message": 0, "first_rewritten_role": "user"},
     ),
     "responses_messages_rewritten": (
         CAPTURE,
         "miss",
         ["messages_rewritten"],
-        "inferred",
+        "capture",
         {"reprocessed_tokens": 3_000, "first_rewritten_message": 0, "first_rewritten_role": "user"},
     ),
     "responses_system_prompt_changed": (
         CAPTURE,
         "miss",
         ["system_prompt_changed"],
-        "inferred",
+        "capture",
         {"system_char_delta": 25},
     ),
     "chat_system_prompt_changed": (
         CAPTURE,
         "miss",
         ["system_prompt_changed"],
-        "inferred",
+        "capture",
         {"system_char_delta": 25},
     ),
     "responses_tools_changed": (
         CAPTURE,
         "miss",
         ["tools_changed"],
-        "inferred",
+        "capture",
         TOOLS_SWAPPED,
     ),
     "chat_tools_changed": (
         CAPTURE,
         "miss",
         ["tools_changed"],
-        "inferred",
+        "capture",
         TOOLS_SWAPPED,
     ),
     # Nothing changed, 10 s idle: the clock cannot explain it.
-    "chat_likely_server_side": (CAPTURE, "miss", ["likely_server_side"], "inferred", {}),
-    "responses_likely_server_side": (CAPTURE, "miss", ["likely_server_side"], "inferred", {}),
+    "chat_likely_server_side": (CAPTURE, "miss", ["likely_server_side"], "capture", {}),
+    "responses_likely_server_side": (CAPTURE, "miss", ["likely_server_side"], "capture", {}),
     # temperature is a sampling setting, not part of the cached prefix.
-    "chat_temperature_only": (CAPTURE, "miss", ["likely_server_side"], "inferred", {}),
-    "responses_temperature_only": (CAPTURE, "miss", ["likely_server_side"], "inferred", {}),
+    "chat_temperature_only": (CAPTURE, "miss", ["likely_server_side"], "capture", {}),
+    "responses_temperature_only": (CAPTURE, "miss", ["likely_server_side"], "capture", {}),
     # GPT-5.6 keeps entries 30 min (2,000 s > 1,800 s; 1,000 s < 1,800 s read everything).
-    "responses_ttl_expired_30m": (CAPTURE, "miss", ["ttl_expired_30m"], "inferred", {"ttl": "30m"}),
+    "responses_ttl_expired_30m": (CAPTURE, "miss", ["ttl_expired_30m"], "capture", {"ttl": "30m"}),
     "responses_pause_under_30m_hit": (CAPTURE, "hit", [], None, {"ttl": "30m"}),
     # Earlier models keep them 5-10 minutes in memory (400 s > 300 s), a day with 24h
     # retention (7,200 s is no expiry; 90,000 s > 86,400 s is).
-    "chat_ttl_expired_5m": (CAPTURE, "miss", ["ttl_expired_5m"], "inferred", {"ttl": "5m"}),
+    "chat_ttl_expired_5m": (CAPTURE, "miss", ["ttl_expired_5m"], "capture", {"ttl": "5m"}),
     "chat_retention_24h_pause_2h": (
         CAPTURE,
         "miss",
         ["likely_server_side"],
-        "inferred",
+        "capture",
         {"ttl": "24h"},
     ),
-    "chat_ttl_expired_24h": (CAPTURE, "miss", ["ttl_expired_24h"], "inferred", {"ttl": "24h"}),
+    "chat_ttl_expired_24h": (CAPTURE, "miss", ["ttl_expired_24h"], "capture", {"ttl": "24h"}),
     # previous_response_id: only the new turn is sent; still one conversation.
     "responses_chained_hits": (CAPTURE, "hit", [], None, {}),
     # A server-held conversation (``conversation``): only new items are sent.
@@ -123,10 +123,10 @@ EXPECTED: dict[str, tuple[str, str, list[str], str | None, dict[str, Any]]] = {
         CAPTURE,
         "miss",
         ["tools_changed"],
-        "inferred",
+        "capture",
         {"tools_added": 1, "tools_added_names": ["web_fetch"]},
     ),
-    "responses_chained_model_changed": (CAPTURE, "miss", ["model_changed"], "inferred", {}),
+    "responses_chained_model_changed": (CAPTURE, "miss", ["model_changed"], "capture", {}),
     # The server's own diagnostics (GPT-5.6+), with the bodies agreeing.
     "diag_model_changed": (
         CAPTURE,
@@ -195,8 +195,8 @@ EXPECTED: dict[str, tuple[str, str, list[str], str | None, dict[str, Any]]] = {
     # "No divergence" from the server, nothing changed in the bodies, 10 s idle.
     "diag_cache_hit": (CAPTURE, "miss", ["likely_server_side"], "server", {}),
     # The server could not compare: the bodies still say what changed.
-    "diag_comparison_response_not_found": (CAPTURE, "miss", ["tools_changed"], "inferred", {}),
-    "diag_unavailable": (CAPTURE, "miss", ["tools_changed"], "inferred", {}),
+    "diag_comparison_response_not_found": (CAPTURE, "miss", ["tools_changed"], "capture", {}),
+    "diag_unavailable": (CAPTURE, "miss", ["tools_changed"], "capture", {}),
     # Response objects alone: the server's word is all there is.
     "diag_tools_changed_responses": (
         USAGE,
@@ -249,7 +249,7 @@ EXPECTED: dict[str, tuple[str, str, list[str], str | None, dict[str, Any]]] = {
         CAPTURE,
         "miss",
         ["likely_server_side"],
-        "inferred",
+        "capture",
         {"ttl": "1h", "cost_source": "provider"},
     ),
     "openrouter_byok_hits": (

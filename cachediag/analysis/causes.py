@@ -97,8 +97,10 @@ class Diagnosis:
 
     causes: tuple[Cause, ...]
     source: str
-    """``server`` when the API said why, ``capture`` when joined request bodies did,
-    ``inferred`` otherwise."""
+    """``server`` when the API said why, ``capture`` when request content did (bodies or
+    fingerprints: a capture log, request logs, joined captures, raw-body telemetry),
+    ``inferred`` when usage and timing alone did (TTL by the gap, a model seen in a
+    transcript, ``unknown``)."""
     tools_added: tuple[str, ...] | None = None
     tools_removed: tuple[str, ...] | None = None
     tools_changed: tuple[str, ...] | None = None
@@ -165,7 +167,7 @@ def diff_fingerprints(prev: Fingerprint, cur: Fingerprint) -> Diagnosis:
             first_role = roles[first_msg] if first_msg < len(roles) else None
     return Diagnosis(
         causes=tuple(causes),
-        source="inferred",
+        source="capture",
         tools_added=added,
         tools_removed=removed,
         tools_changed=changed_tools,
@@ -252,8 +254,8 @@ def _diagnose(
         return replace(seen, causes=causes, source="server", server_causes=(mapped,))
     expired = evidence.gap_s >= ttl_window_s
     if prev.fingerprint is not None and cur.fingerprint is not None:
-        # Bodies joined to the log (not in it) name causes with the capture's authority.
-        source = "capture" if cur.fingerprint.joined else "inferred"
+        # Request content (bodies in the log, joined to it, or a capture log alone)
+        # names what changed with the capture's authority, whatever log carried it.
         diagnosis = diff_fingerprints(prev.fingerprint, cur.fingerprint)
         rewrite = diagnosis.first_rewritten_message
         if (
@@ -264,13 +266,15 @@ def _diagnose(
         ):
             # Only the trailing system message Claude Code replaces on every request
             # changed: the pause explains the miss.
-            diagnosis = Diagnosis(causes=(), source=source)
+            diagnosis = Diagnosis(causes=(), source="capture")
         if diagnosis.causes:
-            return replace(diagnosis, source=source)
+            return replace(diagnosis, source="capture")
+        # The bodies showed nothing changed, which only they can: the clock then names
+        # the cause on their evidence (usage and timing alone could not rule the rest out).
         if expired:
-            return Diagnosis(causes=(expiry_cause(evidence.ttl_in_force),), source=source)
+            return Diagnosis(causes=(expiry_cause(evidence.ttl_in_force),), source="capture")
         # The server compared the prefix and found no divergence: its word, not a guess.
-        said = "server" if server is not None and server.type is None else source
+        said = "server" if server is not None and server.type is None else "capture"
         return Diagnosis(causes=(Cause.LIKELY_SERVER_SIDE,), source=said)
     return _diagnose_from_usage(prev, cur, evidence, expired, server)
 

@@ -18,7 +18,7 @@ from cachediag.follow.needles import file_needles, needles_of, saved_needles
 from cachediag.ingest.lines import BadLine, scan_chunk
 from cachediag.ingest.needles import MAX_LINE_BYTES
 from cachediag.ingest.transcript import FORMAT, TranscriptReader, agent_kind
-from cachediag.model import MAIN_STREAM, SessionLog, StreamItem, StreamKind
+from cachediag.model import MAIN_STREAM, RebuildAnnounced, SessionLog, StreamItem, StreamKind
 
 CHUNK_BYTES = 1 << 20
 """Bytes read at a time: a first read of a long transcript stays small in memory."""
@@ -193,6 +193,20 @@ class LiveSession:
         # The items themselves are not kept: the ledger has what the summaries need.
         self.log.streams[item.stream].items.clear()
         self.landed(item, entry)
+        if entry is None and self.enrich is not None and isinstance(item, RebuildAnnounced):
+            self._captured_compaction(item)
+
+    def _captured_compaction(self, boundary: RebuildAnnounced) -> None:
+        """Claude Code 2.1.332 writes no transcript for its compaction call: with the
+        capture proxy's records the call lands in a compaction stream of its own, with
+        its tokens and cost (as ``analyze --captures`` counts it)."""
+        from cachediag.proxy.missing import captured_compaction
+
+        ledger = self.ledgers.get(boundary.stream)
+        prev = None if ledger is None else ledger.prev
+        record = captured_compaction(self.enrich, self.log, prev, boundary)
+        if record is not None:
+            self.landed(record, self.ledgers.setdefault(record.stream, Ledger()).feed(record))
 
     def landed(self, item: StreamItem, entry: LedgerEntry | None) -> None:
         """A new item went through its stream's ledger (subclasses keep more)."""

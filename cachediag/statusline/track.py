@@ -15,7 +15,7 @@ from cachediag.analysis.ledger import Ledger, LedgerEntry, Outcome
 from cachediag.analysis.summary import build_prompt_cache
 from cachediag.follow.files import change_of, file_signature, unchanged_since
 from cachediag.follow.session import LiveSession
-from cachediag.model import RebuildAnnounced, RebuildKind, RequestRecord, StreamItem, StreamKind
+from cachediag.model import RequestRecord, StreamItem, StreamKind
 from cachediag.report.serialize import prompt_cache_dict
 from cachediag.statusline import codec
 from cachediag.statusline.state import STATE_VERSION, BadState, readers_crc
@@ -94,8 +94,6 @@ class Session(LiveSession):
     def landed(self, item: StreamItem, entry: LedgerEntry | None) -> None:
         stream = self.streams.setdefault(item.stream, {"misses": [], "first_at": None})
         if entry is None:
-            if isinstance(item, RebuildAnnounced) and item.kind is RebuildKind.COMPACTION:
-                self._add_compaction_call(item)
             return
         if stream["first_at"] is None:
             stream["first_at"] = entry.record.at
@@ -103,20 +101,6 @@ class Session(LiveSession):
             miss = codec.record_to_state(entry.record)
             miss["fingerprint"] = None
             stream["misses"].append([miss, entry.reprocessed_tokens, entry.ttl])
-
-    def _add_compaction_call(self, boundary: RebuildAnnounced) -> None:
-        """Claude Code 2.1.332 writes no transcript for its compaction call: with the
-        capture proxy's records, the call is counted in a compaction stream of its own
-        (its tokens and cost, as ``analyze --captures`` counts it)."""
-        if self.enrich is None:
-            return
-        from cachediag.proxy.missing import captured_compaction
-
-        ledger = self.ledgers.get(boundary.stream)
-        prev = None if ledger is None else ledger.prev
-        record = captured_compaction(self.enrich, self.log, prev, boundary)
-        if record is not None:
-            self.landed(record, self.ledgers.setdefault(record.stream, Ledger()).feed(record))
 
     def _miss_cost(
         self, misses: list[Any], used: dict[str, DayPrices]
