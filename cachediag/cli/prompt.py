@@ -142,7 +142,8 @@ def prompt(
         return
     from rich.console import Console
 
+    from cachediag.report.console import SafeConsole
     from cachediag.report.prompt import WIDTH, render_prompt
 
-    console = Console(width=min(Console().width, WIDTH), highlight=False)
+    console = SafeConsole(width=min(Console().width, WIDTH), highlight=False)
     render_prompt(console, own=own, index=pos, breakdown=breakdown, others=others or ())

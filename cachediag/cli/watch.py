@@ -17,6 +17,7 @@ import click
 from cachediag.cli.common import USD, pricing_option, report_issues
 from cachediag.cli.window import Bound, Window, resolve_window, window_options, zone_or_local
 from cachediag.errors import InputError
+from cachediag.report.serialize import json_line
 
 if TYPE_CHECKING:
     from datetime import tzinfo
@@ -145,9 +146,9 @@ def watch(
     out.summary(follower.summaries() if window.open else windowed.summaries())
     report_issues(follower.issues)
     if unreadable:
-        for _, message in unreadable[:-1]:
-            click.echo(f"Error: {message}", err=True)
-        raise InputError(unreadable[-1][1])
+        from cachediag.output import raise_errors
+
+        raise_errors([message for _, message in unreadable])
 
 
 def _roots(paths: tuple[Path, ...]) -> list[Path]:
@@ -327,7 +328,7 @@ class _Output:
         if self.as_json:
             from cachediag.report.watch import event_dict
 
-            self._write(json.dumps(event_dict(event), ensure_ascii=False))
+            self._write(json_line(event_dict(event)))
             return
         from cachediag.report.watch_view import event_line
 
@@ -343,7 +344,7 @@ class _Output:
 
             now = time.time()
             for tally in tallies:
-                self._write(json.dumps(summary_dict(tally, now), ensure_ascii=False))
+                self._write(json_line(summary_dict(tally, now)))
             return
         from cachediag.report.watch_view import print_summary
 
