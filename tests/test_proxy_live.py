@@ -39,6 +39,26 @@ def test_found_by_time_in_a_long_day_file(tmp_path: Path) -> None:
     assert (tmp_path / day_file_name(NOON)).exists()
 
 
+def test_a_fifo_named_like_a_day_file_is_never_waited_on(tmp_path: Path) -> None:
+    """The status line looks a record up after every message: a FIFO (or any other
+    non-regular file) under a day's name must be passed over, never opened blocking."""
+    import os
+    import threading
+
+    os.mkfifo(tmp_path / day_file_name(NOON))
+    found: list[object] = []
+    looker = threading.Thread(
+        target=lambda: found.append(find_captured(tmp_path, "msg_1", NOON)), daemon=True
+    )
+    looker.start()
+    looker.join(30)
+    hung = looker.is_alive()
+    if hung:  # unblock the thread so the test run can end
+        with open(tmp_path / day_file_name(NOON), "wb"):
+            pass
+    assert not hung and found == [None]
+
+
 def test_the_status_line_names_what_only_the_captures_show(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -27,6 +27,7 @@ from typing import Any
 from cachediag.ingest.lines import BadLine, parse_line
 from cachediag.model import BlockPrint, Fingerprint, RequestRecord, ServerReason, SessionLog
 from cachediag.proxy.logfiles import day_files, default_log_dir
+from cachediag.safefiles import open_regular
 
 _AT = re.compile(rb'"at"\s*:\s*(-?[0-9][0-9.eE+-]*)')
 _AT_WITHIN = 64
@@ -135,7 +136,7 @@ class CaptureIndex:
 
     def _scan(self, path: Path, start: int) -> tuple[int, int]:
         try:
-            with path.open("rb") as fp:
+            with open_regular(str(path), follow=False) as fp:
                 fp.seek(start)
                 data = fp.read()
         except OSError:
@@ -200,10 +201,11 @@ class CaptureIndex:
 
 def _read_line(path: Path, offset: int) -> bytes | None:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fp = open_regular(str(path), follow=False)
     except OSError:
         return None
-    try:
+    with fp:
+        fd = fp.fileno()
         chunks = []
         pos = offset
         while True:
@@ -217,8 +219,6 @@ def _read_line(path: Path, offset: int) -> bytes | None:
             chunks.append(block)
             pos += len(block)
         return b"".join(chunks)
-    finally:
-        os.close(fd)
 
 
 def join_record(record: RequestRecord, index: CaptureIndex) -> RequestRecord:
@@ -324,13 +324,11 @@ def find_captured(folder: Path, message_id: str, at: float) -> Captured | None:
     names = dict.fromkeys((day_file_name(at - WINDOW_BEFORE_S), day_file_name(at + WINDOW_AFTER_S)))
     for name in names:
         try:
-            fd = os.open(folder / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            fp = open_regular(str(folder / name), follow=False)
         except OSError:
             continue
-        try:
-            line = _scan_window(fd, needle, at - WINDOW_BEFORE_S, at + WINDOW_AFTER_S)
-        finally:
-            os.close(fd)
+        with fp:
+            line = _scan_window(fp.fileno(), needle, at - WINDOW_BEFORE_S, at + WINDOW_AFTER_S)
         if line is not None:
             return captured_from_line(line)
     return None
