@@ -191,7 +191,10 @@ def test_a_fifo_found_is_refused_before_it_is_read(tmp_path: Path, reader: str) 
     worker.start()
     worker.join(60)
     assert not worker.is_alive(), "blocked on the FIFO"
-    assert answer == [None] or answer == [False] or isinstance(answer[0], UnsafeFile)
+    # The reader refuses it; the two discovery peeks see no session id, no sidechain.
+    want = {"open_file": UnsafeFile, "first_session_id": type(None), "only_sidechain_lines": bool}
+    assert len(answer) == 1 and isinstance(answer[0], want[reader])
+    assert reader == "open_file" or not answer[0]
 
 
 # --- Ctrl-C stops a --jq program --------------------------------------------------------
