@@ -140,6 +140,9 @@ class RequestRecord:
     reported_cost_usd: float | None = None
     """What the router said the request cost (OpenRouter ``usage.cost``, plus the
     upstream cost of a bring-your-own-key request); preferred over list prices."""
+    captured_only: bool = False
+    """Known from the capture proxy's log alone: no transcript read holds this request
+    (Claude Code writes none for its compaction call), so its tokens are the proxy's."""
 
     @property
     def total_tokens(self) -> int:

@@ -114,6 +114,8 @@ def test_the_transcript_joined_counts_the_call_it_lacks(version: str) -> None:
     assert stream["source"] == str(day_file)
     lines = day_file.read_text().splitlines()
     assert json.loads(lines[call["line"] - 1])["message_id"] == served["msg_id"]
+    assert call["captured_only"] is True
+    assert not any("captured_only" in r for r in joined["requests"])  # the transcript's
     # Its cost is counted: it read the whole context.
     assert call["cost_usd"] > 0
     assert joined["cost"]["cost_usd"] == pytest.approx(

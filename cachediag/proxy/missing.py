@@ -129,11 +129,15 @@ def add_missing(log: SessionLog, found: list[tuple[Path, RequestRecord]]) -> int
             target = log.streams[streams.most_common(1)[0][0]]
             for r in new:  # by time among the stream's items, whose own order is kept
                 at = bisect.bisect_right([i.at for i in target.items], r.at)
-                target.items.insert(at, dataclasses.replace(r, stream=target.id))
+                target.items.insert(
+                    at, dataclasses.replace(r, stream=target.id, captured_only=True)
+                )
         elif _forked_from_session(thread, home):
             sid = free_stream_id(log, "compaction")
             stream = log.stream(sid, StreamKind.COMPACTION, source=str(extra[id(new[0])]))
-            stream.items.extend(dataclasses.replace(r, stream=sid) for r in new)
+            stream.items.extend(
+                dataclasses.replace(r, stream=sid, captured_only=True) for r in new
+            )
         else:
             continue
         added += len(new)
@@ -242,4 +246,4 @@ def captured_compaction(
     path, record = found
     sid = free_stream_id(log, "compaction")
     log.stream(sid, StreamKind.COMPACTION, source=str(path))
-    return dataclasses.replace(record, stream=sid)
+    return dataclasses.replace(record, stream=sid, captured_only=True)

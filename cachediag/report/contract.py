@@ -139,6 +139,9 @@ class Request(BaseModel):
     """``provider``: ``cost_usd`` is the provider's reported cost, not list prices."""
     provider: str | None = None
     """Who served the request behind a router (OpenRouter's ``provider``)."""
+    captured_only: bool | None = None
+    """True: no transcript read holds this request (Claude Code writes none for its
+    compaction call); its tokens and cost are the capture proxy's record."""
 
 
 class Stream(BaseModel):

@@ -204,6 +204,8 @@ def _request_dict(entry: LedgerEntry, cost: EntryCost | None) -> dict[str, Any]:
             out["cost_source"] = "provider"
     if r.provider is not None:
         out["provider"] = r.provider
+    if r.captured_only:
+        out["captured_only"] = True
     if outcome is Outcome.MISS or outcome is Outcome.EXPECTED:
         out.update(_details(entry))
     return out
