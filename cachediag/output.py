@@ -98,19 +98,22 @@ def echo_lines(lines: Iterable[str]) -> None:
 
 def report_issues(issues: list[LineIssue]) -> None:
     """Say on stderr how many lines were skipped and where (never what they held)."""
+    from cachediag.ingest.skipped import skipped_counts
+
     files = [i for i in issues if i.line == 0]
     lines = [i for i in issues if i.line != 0]
-    for label, group in (("file(s)", files), ("line(s)", lines)):
-        if not group:
+    counts = skipped_counts(issues)
+    for label, group, count in zip(("file(s)", "line(s)"), (files, lines), counts, strict=True):
+        if not count:
             continue
         shown = "; ".join(
             f"{i.source}:{i.line}: {i.reason}" if i.line else f"{i.source}: {i.reason}"
             for i in group[:MAX_LISTED_ISSUES]
         )
         shown = sanitize(shown)
-        extra = len(group) - MAX_LISTED_ISSUES
+        extra = count - min(len(group), MAX_LISTED_ISSUES)
         more = f" (+{extra} more)" if extra > 0 else ""
-        echo(f"cachediag: skipped {len(group)} {label}: {shown}{more}", err=True)
+        echo(f"cachediag: skipped {count} {label}: {shown}{more}", err=True)
 
 
 def report_unreadable(unreadable: list[LineIssue]) -> None:

@@ -284,6 +284,20 @@ def test_the_scanner_is_asked_a_piece_at_a_time(monkeypatch: pytest.MonkeyPatch)
     assert max(asked) <= lines.PIECE_BYTES
 
 
+def test_stderr_says_how_many_lines_were_skipped_not_how_many_were_kept(
+    tmp_path: Path,
+) -> None:
+    """The count on stderr is every skipped line, though only a few are kept as examples."""
+    from cachediag.ingest.skipped import KEEP
+
+    path = tmp_path / "s.jsonl"
+    bad = 3 * KEEP + 7
+    path.write_bytes(SESSION.read_bytes() + b"y\n" * bad)
+    result = CliRunner().invoke(main, ["analyze", "--json", str(path)])
+    assert result.exit_code == 0, result.output
+    assert f"skipped {bad} line(s)" in result.stderr
+
+
 def test_skipped_counts_travel_from_worker_processes(tmp_path: Path) -> None:
     """Each session's count comes back whole from a worker (pickled with its counts, not
     rebuilt from the examples kept) and adds up in the run."""

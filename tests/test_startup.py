@@ -175,7 +175,7 @@ def test_echo_lines_writes_what_a_line_at_a_time_would(
         (["a", "--json", "b", "--json"], quick_run.QuickArgs([Path("a"), Path("b")])),
         (["--requests", "a"], quick_run.QuickArgs([Path("a")], requests=True)),
         (
-            ["--no-captures", "--jobs", "3", "--now", "1.5e9", "a", "--jobs", "2"],
+            ["--json", "--no-captures", "--jobs", "3", "--now", "1.5e9", "a", "--jobs", "2"],
             quick_run.QuickArgs([Path("a")], jobs=2, now=1.5e9, no_captures=True),
         ),
         (["--json", "a", "--now", "1_000"], quick_run.QuickArgs([Path("a")], now=1000.0)),

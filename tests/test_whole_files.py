@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cachediag.errors import NotALogError
-from cachediag.ingest import reader, sniff
+from cachediag.ingest import files, reader, sniff
 from cachediag.ingest.discover import discover
 from cachediag.ingest.reader import read_sessions
 from cachediag.model import SessionLog
@@ -190,15 +190,15 @@ def test_a_file_served_in_pieces_reads_as_a_stream_does(
     path.write_bytes(b"".join(_line(i) + b"\n" for i in range(300)))
     content = path.read_bytes()
     (src,) = discover([tmp_path])
-    real_open = Path.open
+    real_open = files.open_regular
 
-    def served(self: Path, mode: str = "r", buffering: int = -1, *args: Any, **kw: Any) -> Any:
-        if self != path:
-            return real_open(self, mode, buffering, *args, **kw)
-        raw = _Pieces(content, 4096, bad)
-        return raw if buffering == 0 else io.BufferedReader(raw)
+    def served(name: str, **kw: Any) -> Any:
+        # Every file a reader finds is opened by ingest.files (regular files only).
+        if Path(name) != path:
+            return real_open(name, **kw)
+        return io.BufferedReader(_Pieces(content, 4096, bad))
 
-    monkeypatch.setattr(Path, "open", served)
+    monkeypatch.setattr(files, "open_regular", served)
     reads: dict[bool, SessionLog] = {}
     for held_whole in (True, False):
         monkeypatch.setattr(sniff, "SMALL_FILE_BYTES", 1 << 20 if held_whole else -1)
