@@ -1,0 +1,27 @@
+"""The real-client suite's scenarios, started once for the whole session.
+
+Both test files ask for ``all_runs``, so the scenarios (the 5-minute pauses first) run in
+the background while the interactive run and the first checks go on."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent.futures import Future
+
+import pytest
+
+from tests.real_client.harness import claude_binary, versions
+from tests.real_client.scenarios import SCENARIOS, Run, run_all
+
+CASES = [(v, n) for v in versions() for n in SCENARIOS]
+
+
+@pytest.fixture(scope="session")
+def all_runs() -> Iterator[dict[tuple[str, str], Future[Run]]]:
+    pairs = [c for c in CASES if claude_binary(c[0]) is not None]
+    pool, futures = run_all(pairs)
+    yield futures
+    pool.shutdown(wait=True)
+    for fut in futures.values():
+        if fut.done() and fut.exception() is None:
+            fut.result().session.cleanup()
