@@ -123,20 +123,16 @@ TEXT_COMMANDS = [
     ["analyze", "--jq", ".session_id"],
     ["warm", *NOW, "--jq", ".sessions[].session_id"],
 ]
-EMIT_JSON = pytest.mark.xfail(
-    strict=True,
-    reason="cli/common.py emit_json writes json.dumps, not report.serialize.json_line",
-)
 JSON_COMMANDS = [
     ["analyze", "--json"],
     ["analyze", "--requests"],
-    pytest.param(["analyze", "--jq", "."], marks=EMIT_JSON),
+    ["analyze", "--jq", "."],
     ["audit", "--json"],
     ["audit", "--by", "session", "--json"],
-    pytest.param(["audit", "--jq", "."], marks=EMIT_JSON),
-    pytest.param(["explain", "--json"], marks=EMIT_JSON),
+    ["audit", "--jq", "."],
+    ["explain", "--json"],
     ["watch", "--once", "--json"],
-    pytest.param(["warm", *NOW, "--json"], marks=EMIT_JSON),
+    ["warm", *NOW, "--json"],
 ]
 
 

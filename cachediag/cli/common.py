@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import sys
@@ -85,9 +84,11 @@ pricing_option = click.option(
 
 def emit_json(objects: Iterable[Any], jq_filter: str | None) -> None:
     """Print one JSON document per line, or what ``jq_filter`` makes of each."""
+    from cachediag.report.serialize import json_line  # C1 controls escaped, as all JSON
+
     if jq_filter is None:
         for obj in objects:
-            click.echo(json.dumps(obj, ensure_ascii=False))
+            click.echo(json_line(obj))
         return
     import jq  # only when asked: the binding is not needed otherwise
 
@@ -108,7 +109,7 @@ def emit_json(objects: Iterable[Any], jq_filter: str | None) -> None:
                 if isinstance(value, str):
                     click.echo(sanitize(value, lines=True))
                 else:
-                    click.echo(json.dumps(value, ensure_ascii=False))
+                    click.echo(json_line(value))
     except KeyboardInterrupt:  # between two programs: ended as inside one
         _die_of_sigint()
 
