@@ -202,6 +202,7 @@ def run_audit(
     workers: int | None = None,
     keep: Callable[[SessionAnalysis], T] | None = None,
     stdin: IO[bytes] | None = None,
+    enrich: Callable[[SessionLog], SessionLog] | None = None,
 ) -> AuditRun[T]:
     """Audit every session under ``paths`` (``-``: the log ``stdin`` holds) with the
     reading of ``cachediag analyze`` (same discovery, deduplication across continued
@@ -209,11 +210,14 @@ def run_audit(
 
     ``keep`` (it must pickle) runs on each analysed session in the process that read it;
     what it returns is kept in ``AuditRun.kept`` for the sessions the audit counts.
+    ``enrich`` (``quick.capture_join``: the proxy's captures) runs on each session before
+    it is analysed, and again on a session read again by ``rendered_once``, so a request
+    it adds is counted once, as the transcript's own are.
     """
     from cachediag.pricing import pricing_source
 
     run: AuditRun[T] = AuditRun(Audit(top=options.top), pricing_source(options.pricing_file))
-    reading = Run(jobs=workers)
+    reading = Run(jobs=workers, enrich=enrich)
     started = False
 
     def progress(done: int, total: int) -> None:

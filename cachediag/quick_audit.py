@@ -2,7 +2,9 @@
 the audit's inputs, window and report, which ``cli.audit`` and ``cli.report`` share.
 
 The quick path takes paths, ``--json``, ``--by`` (any grouping a transcript has),
-``--top``, ``--now``, ``--jobs`` and ``--progress``/``--no-progress``; anything else, and
+``--top``, ``--now``, ``--jobs``, ``--no-captures`` and ``--progress``/``--no-progress``
+(captures are joined from the proxy's default folder, as ``analyze`` joins them);
+anything else, and
 paths that are all datasets (``cachediag export``), goes to click.
 """
 
@@ -21,6 +23,7 @@ from cachediag.output import echo_bytes, finish_reading
 from cachediag.quick import (
     Window,
     add_path,
+    capture_join,
     paths_click_takes,
     plain_count,
     plain_float,
@@ -102,6 +105,8 @@ class AuditInputs:
     pricing_file: Path | None
     progress: bool | None
     jobs: int | None
+    captures_dir: Path | None = None
+    no_captures: bool = False
 
     def window(self) -> tuple[Window, tzinfo]:
         """The window the options describe, and the zone days begin in."""
@@ -126,6 +131,9 @@ class AuditInputs:
 
             stdin = piped_log(click.get_current_context().info_name or "audit")
         inputs = list(paths) or ([Path("-")] if stdin is not None else default_paths())
+        # Before the workers fork: they inherit the capture index instead of each
+        # scanning the folder; no folder, no index (nothing imported).
+        enrich = capture_join(self.captures_dir, self.no_captures)
         options = AuditOptions(
             since=window.since,
             until=window.until,
@@ -143,6 +151,7 @@ class AuditInputs:
                 workers=self.jobs,
                 keep=keep,
                 stdin=stdin,
+                enrich=enrich,
             )
 
 
@@ -174,6 +183,7 @@ class QuickAudit:
     now: float | None = None
     jobs: int | None = None
     progress: bool | None = None
+    no_captures: bool = False
 
 
 def audit_args(args: list[str]) -> QuickAudit | None:
@@ -188,6 +198,8 @@ def audit_args(args: list[str]) -> QuickAudit | None:
             as_json = True
         elif arg in ("--progress", "--no-progress"):
             taken.progress = arg == "--progress"
+        elif arg == "--no-captures":
+            taken.no_captures = True
         elif arg == "--jobs":
             taken.jobs = plain_count(next(given, ""), 1)
             if taken.jobs is None:
@@ -221,7 +233,16 @@ def audit(args: QuickAudit) -> None:
     from cachediag.report.audit import report_json
 
     inputs = AuditInputs(
-        tuple(args.paths), None, None, None, args.now, args.top, None, args.progress, args.jobs
+        tuple(args.paths),
+        None,
+        None,
+        None,
+        args.now,
+        args.top,
+        None,
+        args.progress,
+        args.jobs,
+        no_captures=args.no_captures,
     )
     window, display = inputs.window()
     run: AuditRun[None] = inputs.read(window, display)

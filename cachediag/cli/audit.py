@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from cachediag.cli.captures import captures_option
 from cachediag.cli.common import emit_json, finish_reading, pricing_option
 from cachediag.cli.window import window_options
 from cachediag.quick_audit import BY_CHOICES, AuditInputs, audit_report, iso_bound
@@ -41,6 +42,7 @@ _INPUT_OPTIONS = [
         help="How many of the most expensive misses to list.",
     ),
     pricing_option,
+    captures_option,
     click.option(
         "--progress/--no-progress",
         default=None,
@@ -132,7 +134,10 @@ def audit(
     PATHS are transcripts, session or project folders, or request logs ('-': stdin);
     default: a log piped on stdin, else all Claude Code history (~/.config/claude/projects
     and ~/.claude/projects, or each dir of $CLAUDE_CONFIG_DIR), each response counted once
-    however many copies hold it. PATHS that are datasets written by `cachediag export`
+    however many copies hold it (a transcript request and the proxy's record of it are
+    one). The proxy's captures are joined as analyze joins them (--captures), so the
+    requests only they hold (the compaction call Claude Code writes no transcript for)
+    are counted too. PATHS that are datasets written by `cachediag export`
     are audited by DuckDB over their Parquet files (--by host and --by user need one;
     prices are those of the export). Prices come from the bundled
     genai-prices data unless --pricing names a file; a model without a price is shown

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from cachediag.cli.captures import capture_join, captures_option
 from cachediag.cli.common import Progress, finish_reading, pricing_option
 
 TTL_CHOICES = ["5m", "1h"]
@@ -54,6 +55,7 @@ def _labels(values: tuple[str, ...]) -> dict[str, str]:
     help="TTL assumed for OpenTelemetry requests whose TTL the export cannot tell "
     "(default: $CACHEDIAG_OTEL_TTL, else 5m).",
 )
+@captures_option
 @click.option(
     "--jobs",
     type=click.IntRange(min=1),
@@ -68,6 +70,8 @@ def export(
     pricing_file: Path | None,
     otel_ttl: str | None,
     jobs: int | None,
+    captures_dir: Path | None = None,
+    no_captures: bool = False,
 ) -> None:
     """Write the per-request ledger of PATHS as a Parquet dataset in --output.
 
@@ -75,6 +79,8 @@ def export(
     text), in files DIR/day=YYYY-MM-DD/host=NAME/part-*.parquet with DIR/_schema.json.
     Re-running adds only requests the dataset does not hold yet, so it is safe from cron
     on every laptop into one shared folder. PATHS default to all Claude Code history.
+    The proxy's captures are joined as audit joins them (--captures), so a dataset holds
+    the requests only they hold and its audit agrees with `cachediag audit PATHS`.
     Needs the extra: pip install 'cachediag[fleet]'.
 
     \b
@@ -83,6 +89,7 @@ def export(
       cachediag audit /shared/cachediag --by host
     """
     parsed = _labels(labels)
+    enrich = capture_join(captures_dir, no_captures)
     from cachediag.dataset.export import export_dataset
     from cachediag.ingest.otel import TTL_ENV, default_ttl
     from cachediag.pipeline import default_paths
@@ -101,6 +108,7 @@ def export(
             pricing_file=pricing_file,
             workers=jobs,
             on_progress=None if bar is None else bar.update,
+            enrich=enrich,
         )
     finally:
         if bar is not None:

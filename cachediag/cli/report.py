@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 def report(inputs: AuditInputs, output: str, timelines: int, title: str) -> None:
     """One self-contained HTML page: every request on a timeline, misses and their causes.
 
-    Takes the inputs, window (--since/--until) and prices of `cachediag audit`. Per
+    Takes the inputs, window (--since/--until), prices and captures (--captures: the
+    requests only the proxy's records hold are counted) of `cachediag audit`. Per
     session: read / written / uncached tokens of every request on a time axis, misses
     marked with their cause, expected rebuilds, compactions and model switches marked,
     the TTL window shaded so a pause that outlived it shows; subagents and compaction

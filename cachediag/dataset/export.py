@@ -15,7 +15,7 @@ from pathlib import Path
 
 from cachediag.dataset.rows import RowRender
 from cachediag.dataset.write import DatasetWriter, ExportStats, host_lock
-from cachediag.model import LineIssue
+from cachediag.model import LineIssue, SessionLog
 from cachediag.pipeline import Run
 from cachediag.pipeline_audit import rendered_once
 
@@ -48,12 +48,14 @@ def export_dataset(
     pricing_file: Path | None = None,
     workers: int | None = None,
     on_progress: Callable[[int, int], None] | None = None,
+    enrich: Callable[[SessionLog], SessionLog] | None = None,
 ) -> ExportRun:
-    """Add the requests under ``paths`` that ``output`` does not hold yet."""
+    """Add the requests under ``paths`` that ``output`` does not hold yet; ``enrich``
+    (the captures' join, as ``run_audit`` takes it) runs on each session first."""
     merged = {**default_labels(), **labels}
     writer = DatasetWriter(output, merged["host"], merged)
     writer.open()
-    reading = Run(jobs=workers, on_progress=on_progress)
+    reading = Run(jobs=workers, on_progress=on_progress, enrich=enrich)
     run = ExportRun(writer.stats)
     with host_lock(output, writer.host):
         for rows in rendered_once(reading, paths, None, RowRender(pricing_file)):
