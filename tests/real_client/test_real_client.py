@@ -5,8 +5,9 @@ test asks (the pauses first, so the suite waits for them once), and every test c
 one of cachediag's accounts with the fake's ground truth for that run. docs/real-client.md
 says how to install the CLI and run it.
 
-Known gaps (issue 26) are strict xfails applied where the run shows the condition, so they
-turn into failures the day the fix lands and the lead removes them.
+The gaps issue 26 measured (the compaction call the transcript lacks, cause_source, the
+status line before the first response and without a cause) were strict xfails while the
+suite was built; their fixes landed, and they are plain assertions now.
 """
 
 from __future__ import annotations
@@ -36,11 +37,6 @@ CASES = [(v, n) for v in VERSIONS for n in SCENARIOS]
 
 # What transcripts cannot show (README, Causes): cachediag must never claim these from one.
 BODY_ONLY_CAUSES = {"tools_changed", "system_prompt_changed", "betas_changed", "effort_changed"}
-
-GAP_CAUSE_SOURCE = (
-    "issue 26: causes named from request fingerprints carry cause_source 'inferred', not 'capture'"
-)
-GAP_BEFORE_FIRST = "issue 26: the status line shows 'cache ?' before the first response"
 
 
 def require_cli(version: str) -> None:
@@ -77,10 +73,6 @@ def truth(run: Run) -> dict[str, dict[str, Any]]:
     return {t["msg_id"]: t for t in run.session.truth()}
 
 
-def gap(request: pytest.FixtureRequest, reason: str) -> None:
-    request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
-
-
 cases = pytest.mark.parametrize("run", CASES, indirect=True, ids=[f"{v}-{n}" for v, n in CASES])
 
 
@@ -96,9 +88,7 @@ def test_the_fake_served_every_call_and_nothing_else(run: Run) -> None:
 
 @cases
 @pytest.mark.parametrize("view", ["capture", "joined", "transcript"])
-def test_tokens_equal_and_every_request_counted(
-    request: pytest.FixtureRequest, run: Run, views: Views, view: str
-) -> None:
+def test_tokens_equal_and_every_request_counted(run: Run, views: Views, view: str) -> None:
     want = truth(run)
     got = requests_of(views.analyze(view))
     text = run.session.transcript_text()
@@ -140,9 +130,7 @@ def test_every_miss_and_expected_rebuild_as_the_fake_says(
 
 @cases
 @pytest.mark.parametrize("view", ["capture", "joined"])
-def test_every_miss_names_what_changed_from_the_captures(
-    request: pytest.FixtureRequest, run: Run, views: Views, view: str
-) -> None:
+def test_every_miss_names_what_changed_from_the_captures(run: Run, views: Views, view: str) -> None:
     want = truth(run)
     got = requests_of(views.analyze(view))
     misses = [t for t in want.values() if t["outcome"] == "miss"]
@@ -153,8 +141,6 @@ def test_every_miss_names_what_changed_from_the_captures(
     # the API's cache_miss_reason (the server's word wins).
     allowed = {"capture", "server"} if run.session.fake.diagnostics else {"capture"}
     named = [got[t["msg_id"]] for t in misses if set(t["causes"]) & BODY_ONLY_CAUSES]
-    if any(r["cause_source"] not in allowed for r in named):
-        gap(request, GAP_CAUSE_SOURCE)
     assert all(r["cause_source"] in allowed for r in named)
 
 
@@ -194,9 +180,7 @@ def test_explain_picks_the_last_miss_and_names_its_change(
 
 
 @cases
-def test_statusline_on_the_payload_agrees_with_the_fake(
-    request: pytest.FixtureRequest, run: Run, views: Views
-) -> None:
+def test_statusline_on_the_payload_agrees_with_the_fake(run: Run, views: Views) -> None:
     main = [t for t in run.session.truth() if t["stream"] == "main"]
     line, data = views.statusline(payload_for(run.session, main[-1]["model"]))
     assert "?" not in line, line
@@ -213,7 +197,7 @@ def test_statusline_on_the_payload_agrees_with_the_fake(
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_statusline_before_the_first_response(
-    request: pytest.FixtureRequest, version: str, all_runs: dict[tuple[str, str], Future[Run]]
+    version: str, all_runs: dict[tuple[str, str], Future[Run]]
 ) -> None:
     """Claude Code runs the status line before the session has a transcript file (the
     first payload of the interactive run): the line must say so, not 'cache ?'."""
@@ -223,8 +207,6 @@ def test_statusline_before_the_first_response(
     payload["session_id"] = "00000000-0000-4000-8000-000000000000"
     payload["transcript_path"] = str(r.session.config / "projects" / "none" / "new.jsonl")
     line, _ = Views(r.session).statusline(payload)
-    if "?" in line:
-        gap(request, GAP_BEFORE_FIRST)
     assert line and "?" not in line, line
 
 
