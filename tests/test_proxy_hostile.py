@@ -95,6 +95,19 @@ def test_only_origin_form_targets_are_forwarded_and_only_to_the_upstream(
     assert "Traceback" not in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("method", ["CONNECT", "TRACE", "PROPFIND"])
+def test_methods_no_api_uses_are_501_and_reach_nothing(tmp_path: Path, method: str) -> None:
+    with FakeUpstream() as up:
+
+        async def go() -> bytes:
+            async with proxy_to(up.url, tmp_path) as base:
+                request = f"{method} /v1/messages HTTP/1.1\r\nHost: x\r\n\r\n".encode()
+                return await asyncio.to_thread(raw_exchange, port_of(base), request, timeout=10)
+
+        assert status_of(run(go())) == 501
+    assert up.seen == []
+
+
 def test_a_port_bearing_upstream_refuses_an_absolute_target_without_a_traceback(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -365,3 +378,17 @@ def test_an_answer_over_the_cap_is_relayed_whole_and_recorded_without_usage(
         assert run(go()) == big.encode()
     [rec] = records(tmp_path)
     assert rec["failure"] == "no_usage"
+
+
+def test_a_sized_body_over_the_cap_is_not_kept_at_all() -> None:
+    # Streamed on, never held: four 50 MB requests at once cost no 4 x 32 MiB of copies.
+    from types import SimpleNamespace
+
+    from cachediag.proxy.forward import _Body
+
+    def body(length: int) -> _Body:
+        request = SimpleNamespace(content_length=length, headers={}, version=(1, 1))
+        return _Body(request, Limits(record_max_bytes=1000), keep=True)  # type: ignore[arg-type]
+
+    assert body(1000).kept == [] and not body(1000).over_cap
+    assert body(1001).kept is None and body(1001).over_cap

@@ -12,7 +12,8 @@ only, ``Accept-Encoding`` is narrowed to the codings the recorder can undo, so t
 of a compressed answer can still be read; the bytes the upstream sends are relayed as
 they are. Nothing is recorded until the client has its last byte.
 
-What is refused, before anything is sent on (RFC 9110/9112): a target not in origin form
+What is refused, before anything is sent on (RFC 9110/9112): a method no API uses
+(``CONNECT``, ``TRACE``, unknown ones: 501); a target not in origin form
 (400: only ``/path?query`` is forwarded, to ``--upstream`` and nowhere else, see
 ``target``); a transfer coding other than ``chunked`` (501: it cannot be forwarded
 without undoing it); an expectation other than ``100-continue`` (417); a body over the
@@ -65,6 +66,8 @@ send of both costs less than a second system call)."""
 
 
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+FORWARDED_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+"""What an HTTP API is called with; anything else is a 501 (RFC 9110 9.1)."""
 
 
 @dataclass(slots=True)
@@ -156,6 +159,8 @@ class _Body:
         self.kept: list[bytes] | None = [] if keep else None
         self.kept_bytes = 0
         self.over_cap = False
+        if keep and (request.content_length or 0) > limits.record_max_bytes:
+            self.kept, self.over_cap = None, True  # known too big: nothing kept at all
         self.too_large = False
         self.client_gone = False
         self.complete = False
@@ -253,6 +258,10 @@ async def _forward(
         url = upstream_url(up.origin, request.raw_path)
     except BadTarget as exc:
         return refusal(400, str(exc))
+    if request.method not in FORWARDED_METHODS:
+        # CONNECT would make the client library send the upstream's authority as target
+        # (a tunnel); TRACE would echo the credentials; others are no API's.
+        return refusal(501, f"the {request.method} method is not forwarded", "api_error")
     codings = transfer_codings(request)
     if codings and codings != ["chunked"]:
         # RFC 9112 6.1: a coding not understood is a 501; dropping it would send the
