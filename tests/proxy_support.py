@@ -196,7 +196,8 @@ class FakeUpstream:
         if not reply.chunked:
             response.content_length = len(reply.body)
         await response.prepare(request)
-        for i, chunk in enumerate(reply.chunks):
+        chunks = [] if request.method == "HEAD" else reply.chunks  # a HEAD answer has no body
+        for i, chunk in enumerate(chunks):
             if reply.drop_after is not None and i == reply.drop_after:
                 assert request.transport is not None
                 request.transport.abort()
@@ -205,7 +206,7 @@ class FakeUpstream:
                 opened = await asyncio.to_thread(reply.gate_after_first.wait, 5.0)
                 self.gate_timeouts += not opened
             await response.write(chunk)
-            if i < len(reply.chunks) - 1:
+            if i < len(chunks) - 1:
                 await asyncio.sleep(0)  # let each chunk go out on its own
         self.sent_last_at.append(time.time())
         await response.write_eof()

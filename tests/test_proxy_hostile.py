@@ -108,6 +108,22 @@ def test_methods_no_api_uses_are_501_and_reach_nothing(tmp_path: Path, method: s
     assert up.seen == []
 
 
+def test_answers_without_a_body_leave_the_proxy_serving(tmp_path: Path) -> None:
+    with FakeUpstream() as up:
+
+        async def go() -> list[int]:
+            async with proxy_to(up.url, tmp_path) as base, aiohttp.ClientSession() as s:
+                statuses = []
+                for _ in range(3):
+                    async with asyncio.timeout(20), s.head(base + "/v1/models") as r:
+                        statuses.append(r.status)
+                async with asyncio.timeout(20), s.get(base + "/v1/models") as r:
+                    statuses.append(r.status)
+                return statuses
+
+        assert run(go()) == [200] * 4
+
+
 def test_a_port_bearing_upstream_refuses_an_absolute_target_without_a_traceback(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -215,8 +215,10 @@ async def pieces(stream: aiohttp.StreamReader) -> AsyncIterator[bytes]:
         chunk, end_of_http_chunk = await stream.readchunk()
         if chunk:
             yield chunk
-        elif not end_of_http_chunk:
-            return  # the end of the body
+        elif not end_of_http_chunk or stream.at_eof():
+            # The end of the body. The empty reader of a body-less answer (HEAD, 204,
+            # 304) says (b"", True) every time: without at_eof this loop would spin.
+            return
 
 
 async def handle(request: web.Request) -> web.StreamResponse:
