@@ -393,7 +393,7 @@ def test_an_answer_over_the_cap_is_relayed_whole_and_recorded_without_usage(
 
         assert run(go()) == big.encode()
     [rec] = records(tmp_path)
-    assert rec["failure"] == "no_usage"
+    assert rec["failure"] == "over_limit"  # the true reason, not an unreadable answer
 
 
 def test_a_sized_body_over_the_cap_is_not_kept_at_all() -> None:

@@ -163,7 +163,12 @@ class FailedRequestIn(BaseModel):
 
     at: float
     failure: Literal[
-        "http_error", "upstream_unreachable", "cancelled", "upstream_dropped", "no_usage"
+        "http_error",
+        "upstream_unreachable",
+        "cancelled",
+        "upstream_dropped",
+        "no_usage",
+        "over_limit",
     ]
     sent_at: float | None = None
     first_byte_at: float | None = None
@@ -335,5 +340,6 @@ def _count_failure(failed: FailedRequestIn, session: SessionLog, line: int) -> N
             "cancelled": "cancelled by the client before the answer ended",
             "upstream_dropped": "the upstream broke off the answer",
             "no_usage": "the answer carried no readable usage",
+            "over_limit": "the answer was over the proxy's --record-max",
         }[failed.failure]
         session.issues.append(LineIssue(session.source, line, f"request {what} (no usage)"))

@@ -46,6 +46,8 @@ class Failure:
     CANCELLED = "cancelled"
     UPSTREAM_DROPPED = "upstream_dropped"
     NO_USAGE = "no_usage"
+    OVER_LIMIT = "over_limit"
+    """The answer was larger (decoded) than ``--record-max``: forwarded whole, not read."""
 
 
 @dataclass(slots=True)
@@ -227,6 +229,8 @@ def build_record(ex: Exchange) -> JsonObject:
         try:
             capture["response"] = _response(ex)
             record = read_call(capture, 0).record
+        except OverCap:
+            failure = Failure.OVER_LIMIT
         except BadLine:
             failure = Failure.NO_USAGE
     if record is None:
