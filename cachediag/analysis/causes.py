@@ -3,38 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from enum import StrEnum
 
+from cachediag.analysis.dimensions import SETTINGS, visibly_changed
+from cachediag.analysis.dimensions import Cause as Cause  # declared beside the settings table
 from cachediag.model import Fingerprint, RequestRecord, ServerReason
-
-
-class Cause(StrEnum):
-    SYSTEM_PROMPT_CHANGED = "system_prompt_changed"
-    TOOLS_CHANGED = "tools_changed"
-    MODEL_CHANGED = "model_changed"
-    FAST_MODE_CHANGED = "fast_mode_changed"
-    CACHE_SCOPE_OR_TTL_CHANGED = "cache_scope_or_ttl_changed"
-    BETAS_CHANGED = "betas_changed"
-    EFFORT_CHANGED = "effort_changed"
-    THINKING_MODE_CHANGED = "thinking_mode_changed"
-    THINKING_DISPLAY_CHANGED = "thinking_display_changed"
-    AUTO_MODE_CHANGED = "auto_mode_changed"
-    OVERAGE_CHANGED = "overage_changed"
-    EXTRA_BODY_CHANGED = "extra_body_changed"
-    DEFER_LOADING_CHANGED = "defer_loading_changed"
-    MESSAGES_REWRITTEN = "messages_rewritten"
-    PROMPT_CACHE_KEY_CHANGED = "prompt_cache_key_changed"
-    TEXT_FORMAT_CHANGED = "text_format_changed"
-    VERBOSITY_CHANGED = "verbosity_changed"
-    SERVICE_TIER_CHANGED = "service_tier_changed"
-    PROVIDER_CHANGED = "provider_changed"
-    TTL_EXPIRED_5M = "ttl_expired_5m"
-    TTL_EXPIRED_30M = "ttl_expired_30m"
-    TTL_EXPIRED_1H = "ttl_expired_1h"
-    TTL_EXPIRED_24H = "ttl_expired_24h"
-    LIKELY_SERVER_SIDE = "likely_server_side"
-    UNKNOWN = "unknown"
-
 
 SERVER_REASONS: dict[str, Cause] = {
     # Anthropic ``diagnostics.cache_miss_reason.type``
@@ -52,22 +24,6 @@ SERVER_REASONS: dict[str, Cause] = {
 }
 SERVER_COMPACTED = "context_compacted"
 """OpenAI's reason for a prefix its own compaction replaced: an announced rebuild."""
-
-# Fingerprint fields whose change maps one-to-one onto a cause, in the table's order.
-_SIMPLE_DIMENSIONS: tuple[tuple[str, Cause], ...] = (
-    ("model", Cause.MODEL_CHANGED),
-    ("fast_mode", Cause.FAST_MODE_CHANGED),
-    ("betas", Cause.BETAS_CHANGED),
-    ("effort", Cause.EFFORT_CHANGED),
-    ("auto_mode", Cause.AUTO_MODE_CHANGED),
-    ("overage", Cause.OVERAGE_CHANGED),
-    ("prompt_cache_key", Cause.PROMPT_CACHE_KEY_CHANGED),
-    ("text_format", Cause.TEXT_FORMAT_CHANGED),
-    ("verbosity", Cause.VERBOSITY_CHANGED),
-    ("service_tier", Cause.SERVICE_TIER_CHANGED),
-    ("extra_body_hash", Cause.EXTRA_BODY_CHANGED),
-    ("defer_loading", Cause.DEFER_LOADING_CHANGED),
-)
 
 
 @dataclass(slots=True, frozen=True)
@@ -116,10 +72,6 @@ class Diagnosis:
         return self.causes != (Cause.UNKNOWN,)
 
 
-def _changed(before: object, after: object) -> bool:
-    return before is not None and after is not None and before != after
-
-
 def diff_fingerprints(prev: Fingerprint, cur: Fingerprint) -> Diagnosis:
     """Every dimension that differs between two fully visible requests."""
     causes: list[Cause] = []
@@ -128,7 +80,7 @@ def diff_fingerprints(prev: Fingerprint, cur: Fingerprint) -> Diagnosis:
     blocks = None
     first_msg = None
     first_role = None
-    if _changed(prev.system_hashes, cur.system_hashes):
+    if visibly_changed(prev.system_hashes, cur.system_hashes):
         causes.append(Cause.SYSTEM_PROMPT_CHANGED)
         assert prev.system_hashes is not None and cur.system_hashes is not None
         n = max(len(prev.system_hashes), len(cur.system_hashes))
@@ -141,22 +93,21 @@ def diff_fingerprints(prev: Fingerprint, cur: Fingerprint) -> Diagnosis:
         )
         if prev.system_chars is not None and cur.system_chars is not None:
             delta = cur.system_chars - prev.system_chars
-    elif _changed(prev.system_cache_control, cur.system_cache_control):
+    elif visibly_changed(prev.system_cache_control, cur.system_cache_control):
         causes.append(Cause.CACHE_SCOPE_OR_TTL_CHANGED)
-    if _changed(prev.tools, cur.tools):
+    if visibly_changed(prev.tools, cur.tools):
         causes.append(Cause.TOOLS_CHANGED)
         assert prev.tools is not None and cur.tools is not None
         before, after = dict(prev.tools), dict(cur.tools)
         added = tuple(sorted(set(after) - set(before)))
         removed = tuple(sorted(set(before) - set(after)))
         changed_tools = tuple(sorted(n for n in set(before) & set(after) if before[n] != after[n]))
-    for attr, cause in _SIMPLE_DIMENSIONS:
-        if _changed(getattr(prev, attr), getattr(cur, attr)):
-            causes.append(cause)
-    if _changed(prev.thinking_mode, cur.thinking_mode):
-        causes.append(Cause.THINKING_MODE_CHANGED)
-    elif _changed(prev.thinking_display, cur.thinking_display):
-        causes.append(Cause.THINKING_DISPLAY_CHANGED)
+    for setting in SETTINGS:
+        if not visibly_changed(getattr(prev, setting.field), getattr(cur, setting.field)):
+            continue
+        other = setting.yields_to
+        if other is None or not visibly_changed(getattr(prev, other), getattr(cur, other)):
+            causes.append(setting.cause)
     if prev.message_hashes is not None and cur.message_hashes is not None:
         first_msg = first_rewritten_message(prev.message_hashes, cur.message_hashes)
         if first_msg is not None and routine_rewrite(prev, first_msg) and causes:
@@ -229,7 +180,7 @@ def diagnose_miss(
 ) -> Diagnosis:
     """Causes of one miss: server word first, then changed dimensions, then the clock."""
     diagnosis = _diagnose(prev, cur, evidence, ttl_window_s)
-    if not _changed(prev.provider, cur.provider):
+    if not visibly_changed(prev.provider, cur.provider):
         return diagnosis
     # Another provider behind a router holds none of this conversation's cache: that
     # is a change of its own, and it explains what the clock alone could not.
@@ -288,7 +239,7 @@ def _diagnose_from_usage(
 ) -> Diagnosis:
     # Transcripts and usage-only logs see no prompt: only the model, the clock and
     # where the cache read fell back to.
-    if _changed(prev.model, cur.model):
+    if visibly_changed(prev.model, cur.model):
         return Diagnosis(causes=(Cause.MODEL_CHANGED,), source="inferred")
     if expired:
         return Diagnosis(causes=(expiry_cause(evidence.ttl_in_force),), source="inferred")

@@ -10,24 +10,9 @@ from dataclasses import dataclass
 
 from cachediag.analysis.causes import Diagnosis, diff_fingerprints
 from cachediag.analysis.costs import ModelPrices, miss_cost_usd, request_cost_usd
+from cachediag.analysis.dimensions import SHOWN, visibly_changed
 from cachediag.analysis.ledger import LedgerEntry, Outcome
 from cachediag.model import TTL_SECONDS, Fingerprint
-
-# Fingerprint fields shown as "before -> after" when they differ.
-_SETTINGS = (
-    "model",
-    "effort",
-    "thinking_mode",
-    "thinking_display",
-    "fast_mode",
-    "auto_mode",
-    "overage",
-    "defer_loading",
-    "prompt_cache_key",
-    "text_format",
-    "verbosity",
-    "service_tier",
-)
 
 
 @dataclass(slots=True, frozen=True)
@@ -73,15 +58,11 @@ class Explanation:
 
 def _setting_changes(prev: Fingerprint, cur: Fingerprint) -> tuple[Change, ...]:
     out = []
-    for name in _SETTINGS:
-        before, after = getattr(prev, name), getattr(cur, name)
-        if before is not None and after is not None and before != after:
-            out.append(Change(name, before, after))
+    for field, label in SHOWN:
+        before, after = getattr(prev, field), getattr(cur, field)
+        if visibly_changed(before, after):
+            out.append(Change(label, before, after))
     return tuple(out)
-
-
-def _differs(before: object, after: object) -> bool:
-    return before is not None and after is not None and before != after
 
 
 def _costs(entry: LedgerEntry, prices: ModelPrices | None) -> Costs | None:
@@ -128,7 +109,7 @@ def explain_request(
         extra_changed = prev_fp.extra_body_hash != cur_fp.extra_body_hash
     elif prev is not None and prev.record.model != entry.record.model:
         settings = (Change("model", prev.record.model, entry.record.model),)
-    if prev is not None and _differs(prev.record.provider, entry.record.provider):
+    if prev is not None and visibly_changed(prev.record.provider, entry.record.provider):
         settings += (Change("provider", prev.record.provider, entry.record.provider),)
     ttl = prev.ttl if prev is not None else entry.ttl
     idle = entry.evidence.gap_s if entry.evidence is not None else entry.gap_s
