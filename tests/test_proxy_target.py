@@ -115,3 +115,31 @@ def test_redaction_never_shows_userinfo_query_or_fragment(secret: str, path: str
 def test_redaction_keeps_what_locates_the_upstream() -> None:
     assert redact_url("http://user:PASS@host:8/prefix?token=T#x") == "http://host:8/prefix"
     assert redact_url(URL("https://api.anthropic.com")) == "https://api.anthropic.com"
+
+
+@pytest.mark.parametrize(
+    "upstream",
+    [
+        "http://user:SECRETPW/x@host",
+        "http://user:SECRET?PW@host",
+        "http://user:SEC#RET@host",
+        "http://[SECRET@host]/",
+        "http://user:123/SECRET@host",
+    ],
+)
+def test_an_upstream_that_does_not_parse_never_echoes_its_password(upstream: str) -> None:
+    # urllib's exception text quotes the piece it choked on (the password); the error
+    # gives a fixed reason instead.
+    with pytest.raises(BadUpstream) as caught:
+        parse_origin(upstream)
+    assert "SEC" not in str(caught.value)
+
+
+@given(
+    st.sampled_from(["http://user:{s}@host", "http://u:{s}@h/p", "http://[{s}@host]/"]),
+    st.text(max_size=20),
+)
+def test_no_refused_upstream_shows_its_password(shape: str, rest: str) -> None:
+    with pytest.raises(BadUpstream) as caught:
+        parse_origin(shape.format(s="SECRET" + rest.replace("SECRET", "")))
+    assert "SECRET" not in str(caught.value)

@@ -81,7 +81,9 @@ def redact_url(value: object) -> str:
         return "<a URL that does not parse>"
     shown = f"[{host}]" if ":" in host else host
     netloc = f"{shown}:{port}" if port is not None else shown
-    text = f"{parts.scheme}://{netloc}{parts.path}" if parts.scheme else parts.path
+    # A path with ``@`` may be the rest of a password (``user:PW/x@host``): not shown.
+    path = "/..." if "@" in parts.path else parts.path
+    text = f"{parts.scheme}://{netloc}{path}" if parts.scheme else path
     return "".join(c if " " < c <= "~" else "?" for c in text)
 
 
@@ -95,11 +97,17 @@ def parse_origin(value: object) -> Origin:
     try:
         parts = urlsplit(text)
         port = parts.port
-    except ValueError as exc:
-        raise BadUpstream(f"--upstream {shown}: expected an http(s) URL ({exc})") from None
+    except ValueError:
+        # A fixed reason, never the exception's text: urllib quotes the piece it choked
+        # on, which is the password of ``user:PW@host`` when PW is not a port.
+        raise BadUpstream(
+            f"--upstream {shown}: expected an http(s) URL (a port that is not a number, "
+            "or brackets around something that is not an IPv6 address)"
+        ) from None
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
         raise BadUpstream(f"--upstream {shown}: expected an http(s) URL")
-    if parts.username is not None or parts.password is not None or "@" in parts.netloc:
+    if parts.username is not None or parts.password is not None or "@" in text:
+        # ``@`` anywhere: ``user:PW/x@host`` splits into host ``user`` and path ``/x@host``.
         raise BadUpstream(
             f"--upstream {shown}: has a user name or password; credentials belong in the "
             "client's headers (x-api-key, Authorization), which are forwarded as sent"
