@@ -15,7 +15,8 @@ start it): once with ``--no-record`` (the relay alone) and once recording to a s
 folder. A fourth path, the floor, is a byte splice on plain asyncio sockets (this script
 in another process): no HTTP, no copies, what arrives is written on; what it adds is what
 any Python relay on asyncio adds on this machine, so the proxy's figures can be read
-against it. Batches of 1 and of 16 concurrent streams; the paths take turns within each
+against it. Batches of 1, 4 and 16 concurrent streams (Claude Code runs the main
+conversation and a few subagents at once); the paths take turns within each
 round, in every order in turn. After a batch through the recording proxy the client waits
 until every record of it is written, so fingerprinting never spills into the next path's
 batch. Per request: time to the first SSE event and to the end of the
@@ -499,7 +500,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tokens", type=int, default=200_000)
     parser.add_argument("--events", type=int, default=20, help="text deltas per answer")
     parser.add_argument("--gap-ms", type=float, default=2.0, help="between events upstream")
-    parser.add_argument("--streams", type=int, nargs="+", default=[1, 16])
+    parser.add_argument("--streams", type=int, nargs="+", default=[1, 4, 16])
     parser.add_argument(
         "--paths", nargs="+", choices=PATHS[1:], default=list(PATHS[1:]),
         help=f"what is timed against direct ({PATH_HELP})",
