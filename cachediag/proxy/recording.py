@@ -22,6 +22,7 @@ from typing import Any
 from cachediag.ingest.capture import read_call
 from cachediag.ingest.fingerprint import canonical_json
 from cachediag.ingest.lines import BadLine, JsonObject, parse_line
+from cachediag.jsonsafe import escape_json_utf8
 from cachediag.model import Fingerprint, RequestRecord
 from cachediag.proxy.logfiles import CaptureLog
 from cachediag.proxy.worker import LineWorker, WorkerGone
@@ -282,8 +283,11 @@ def _usage_fields(r: RequestRecord) -> JsonObject:
 
 
 def record_line(ex: Exchange) -> bytes:
-    """One exchange as its log line (run in the recorder's worker process)."""
-    return canonical_json(build_record(ex))
+    """One exchange as its log line (run in the recorder's worker process). The C1
+    controls and U+2028/9 of a model name or id are written as ``\\u`` escapes, as in
+    every JSON cachediag writes: ``tail -f`` of the day file must not send a CSI to the
+    terminal. Only the line: the fingerprint's hashes are of ``canonical_json`` as is."""
+    return escape_json_utf8(canonical_json(build_record(ex)))
 
 
 class Recorder:
