@@ -42,3 +42,19 @@ def test_partition_folders_above_a_dataset_are_not_its_columns(duckdb: Any, tmp_
     assert [g["key"] for g in by_host["groups"]] == ["laptop"]
     days = [g["key"] for g in audit_json("--by", "day", str(ds))["groups"]]
     assert days == [g["key"] for g in audit_json("--by", "day", str(REAL))["groups"]]
+
+
+def test_a_file_named_twice_is_read_once(duckdb: Any, tmp_path: Path) -> None:
+    ds = tmp_path / "ds"
+    export([REAL / "claude-trace"], ds, "host=mine")
+    once = audit_json(str(ds))["totals"]
+    [part, *_] = sorted(ds.rglob("*.parquet"))
+    (tmp_path / "link.parquet").symlink_to(part)
+    for named in (
+        [ds, ds],
+        [ds, part],
+        [part, ds],
+        [ds, tmp_path / "." / "ds"],
+        [ds, tmp_path / "link.parquet"],
+    ):
+        assert audit_json(*map(str, named))["totals"] == once, named

@@ -16,6 +16,7 @@ import dataclasses
 import gc
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -84,20 +85,33 @@ def _files(paths: Sequence[Path]) -> list[PartFile]:
     alone keeps the partition of its place in the export's layout
     (``day=D/host=H/part.parquet``)."""
     found: list[PartFile] = []
+    # A file is read once however often it is named (``audit ds ds``, a folder and one of
+    # its files, a link to it): each file met again would count its rows again, squared
+    # by the join on the file's name in ``_view``. Keyed by device and inode.
+    seen: set[tuple[int, int]] = set()
+
+    def add(full: str, below: Sequence[str]) -> None:
+        try:
+            st = os.stat(full)
+        except OSError:
+            return
+        if stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) not in seen:
+            seen.add((st.st_dev, st.st_ino))
+            found.append(_part_file(full, below))
+
     for path in paths:
         if path.is_file():
             day, host = path.parent.parent.name, path.parent.name
             layout = day.startswith("day=") and host.startswith("host=")
-            found.append(_part_file(str(path), [day, host] if layout else []))
+            add(str(path), [day, host] if layout else [])
             continue
         root = str(path)
         for folder, dirs, names in os.walk(root):
             dirs[:] = sorted(d for d in dirs if not d.startswith("."))
             below = Path(os.path.relpath(folder, root)).parts
             for name in sorted(names):
-                full = os.path.join(folder, name)
-                if name.endswith(".parquet") and not name.startswith(".") and os.path.isfile(full):
-                    found.append(_part_file(full, below))
+                if name.endswith(".parquet") and not name.startswith("."):
+                    add(os.path.join(folder, name), below)
     if not found:
         raise InputError(
             ", ".join(str(p) for p in paths) + ": no Parquet files (nothing exported yet?)"
@@ -202,7 +216,12 @@ def _view(name: str, files: Sequence[PartFile]) -> str:
     partitioning would read every ``key=value`` folder of a path, above the dataset
     too, and override the rows' columns with it: the partition of each file is joined
     instead, from what ``_files`` read below the dataset."""
-    # A view cannot take parameters: the paths go in as escaped string literals.
+    # A view cannot take parameters: the paths go in as escaped string literals. A path
+    # listed twice would be read twice and join twice: each is listed once.
+    once: dict[str, PartFile] = {}
+    for f in files:
+        once.setdefault(f.path, f)
+    files = list(once.values())
     listed = ", ".join(_literal(no_glob(f.path)) for f in files)
     rows = ", ".join(f"({_literal(f.path)}, {_maybe(f.day)}, {_maybe(f.host)})" for f in files)
     utc_day = "strftime(timezone('UTC', r.at), '%Y-%m-%d')"
