@@ -14,6 +14,7 @@ sees the old row or the new one, never both).
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -36,6 +37,7 @@ from cachediag.dataset.schema import (
     schema_document,
 )
 from cachediag.errors import CachediagError
+from cachediag.safefiles import UnsafeFile, open_private, read_private
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -59,20 +61,41 @@ class ExportStats:
     assumed_ttl_rows: int = 0
 
 
+SCHEMA_MAX_BYTES = 1 << 20
+"""The most of a ``_schema.json`` read (cachediag's own is under 10 kB)."""
+
+
 def _check_schema(root: Path) -> None:
+    """The dataset's schema version must be ours; a dataset without one gets ours. The
+    folder may be shared: the file is read only if it is a regular file, not a link (a
+    FIFO would block the export, a link to a large file fill memory), and at most
+    ``SCHEMA_MAX_BYTES`` of it."""
     path = root / SCHEMA_FILE
-    if path.is_file():
-        try:
-            found = json.loads(path.read_text()).get("schema_version")
-        except (OSError, ValueError, AttributeError) as exc:
-            raise CachediagError(f"{path}: not a cachediag dataset schema ({exc})") from exc
-        if found != SCHEMA_VERSION:
-            raise CachediagError(
-                f"{path}: dataset schema version {found}; this cachediag writes version "
-                f"{SCHEMA_VERSION} (export into another folder)"
-            )
+    try:
+        data = read_private(str(path), SCHEMA_MAX_BYTES)
+    except FileNotFoundError:
+        _write_atomic(path, (json.dumps(schema_document(), indent=2) + "\n").encode())
         return
-    _write_atomic(path, (json.dumps(schema_document(), indent=2) + "\n").encode())
+    except OSError as exc:
+        raise CachediagError(f"{path}: not a cachediag dataset schema ({_why(exc)})") from None
+    try:
+        found = json.loads(data).get("schema_version")
+    except (ValueError, AttributeError) as exc:
+        raise CachediagError(f"{path}: not a cachediag dataset schema ({exc})") from None
+    if found != SCHEMA_VERSION:
+        raise CachediagError(
+            f"{path}: dataset schema version {found}; this cachediag writes version "
+            f"{SCHEMA_VERSION} (export into another folder)"
+        )
+
+
+def _why(exc: OSError) -> str:
+    """What is wrong with one of the dataset's own files, without the path again."""
+    if isinstance(exc, UnsafeFile):
+        return str(exc).rpartition(": ")[2]
+    if exc.errno == errno.ELOOP:
+        return "a symbolic link; not used"
+    return exc.strerror or type(exc).__name__
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
@@ -92,7 +115,12 @@ def _write_atomic(path: Path, data: bytes) -> None:
 def host_lock(root: Path, host: str) -> Iterator[None]:
     """One export per host at a time (two crons overlapping would both see a key as new)."""
     lock = root / f".export-{host}.lock"
-    with open(lock, "a") as fp:
+    # Never through a planted link, never a FIFO (opening one for writing blocks for ever).
+    try:
+        fd = open_private(str(lock), os.O_RDWR | os.O_CREAT)
+    except OSError as exc:
+        raise CachediagError(f"{lock}: cannot lock the export ({_why(exc)})") from None
+    with os.fdopen(fd, "r+b") as fp:
         fcntl.flock(fp.fileno(), fcntl.LOCK_EX)
         try:
             yield
