@@ -149,7 +149,8 @@ def test_expect_100_continue_does_not_wait_for_an_upstream_that_never_sends_100(
         async def go() -> bytes:
             async with proxy_to(up.url, tmp_path) as base:
                 head = (
-                    "POST /v1/messages HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+                    f"POST /v1/messages HTTP/1.1\r\nHost: {URL(base).raw_authority}\r\n"
+                    "Expect: 100-continue\r\n"
                     f"Content-Length: {len(BODY)}\r\nConnection: close\r\n\r\n"
                 ).encode()
                 return await asyncio.to_thread(
@@ -227,8 +228,9 @@ def test_a_body_over_the_limit_is_413_and_never_reaches_the_upstream(tmp_path: P
                 port = port_of(base)
                 sized = b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Length: 10000\r\n\r\n"
                 chunked = (
-                    b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-                )
+                    f"POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                    "Transfer-Encoding: chunked\r\n\r\n"
+                ).encode()
                 piece = b"3e8\r\n" + big[:1000] + b"\r\n"
                 pieces = (*[piece] * 10, b"0\r\n\r\n")
                 return (
@@ -284,7 +286,8 @@ def test_an_idle_kept_alive_connection_is_closed(tmp_path: Path) -> None:
         async def go() -> tuple[bytes, bool]:
             async with proxy_to(up.url, tmp_path, limits) as base:
                 # Keep-alive: the connection stays open after the answer, until idle.
-                request = b"GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n"
+                request = f"GET /v1/models HTTP/1.1\r\nHost: localhost:{port_of(base)}\r\n\r\n"
+                request = request.encode()
                 return await asyncio.to_thread(_until_closed, port_of(base), request)
 
         answer, closed = run(go())
@@ -339,7 +342,10 @@ def test_a_client_gone_mid_body_is_recorded_cancelled(tmp_path: Path) -> None:
 
         async def go() -> None:
             async with proxy_to(up.url, tmp_path) as base:
-                head = b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n"
+                head = (
+                    f"POST /v1/messages HTTP/1.1\r\nHost: {URL(base).raw_authority}\r\n"
+                    "Content-Length: 100000\r\n\r\n"
+                ).encode()
                 await asyncio.to_thread(_send_and_close, port_of(base), head + b'{"model":')
                 await asyncio.sleep(0.5)
 

@@ -37,6 +37,7 @@ from aiohttp import web
 from multidict import CIMultiDict, MultiMapping
 from yarl import URL
 
+from cachediag.proxy.guard import BodyClock, browser_refusal
 from cachediag.proxy.limits import Limits
 from cachediag.proxy.recording import DECODABLE, HINT_HEADERS, Exchange, Failure, Recorder
 from cachediag.proxy.target import BadTarget, Origin, origin_form, redact_url, upstream_url
@@ -164,6 +165,7 @@ class _Body:
         self.too_large = False
         self.client_gone = False
         self.complete = False
+        self.clock = BodyClock(limits.body_timeout_s)
         self.expect_continue = (
             request.headers.get("Expect", "").strip().lower() == ("100-continue")
             and request.version >= aiohttp.HttpVersion11
@@ -180,7 +182,7 @@ class _Body:
             yield b""
         total = 0
         try:
-            async for chunk in pieces(self.request.content):
+            async for chunk in self.clock.pieces(self.request.content):
                 total += len(chunk)
                 if total > self.limits.max_body_bytes:
                     self.too_large = True
@@ -276,6 +278,8 @@ async def _forward(
         return refusal(
             413, f"request body over {up.limits.max_body_bytes} bytes", "request_too_large"
         )
+    if (why := browser_refusal(request, up.origin)) is not None:
+        return refusal(403, why, "permission_error")  # nothing forwarded, nothing recorded
     recorder = up.recorder if is_messages_call(request.method, path) else None
     headers = end_to_end(request.headers, _NOT_FORWARDED)
     body = _Body(request, up.limits, keep=recorder is not None)
@@ -336,6 +340,10 @@ async def _relay(
             return refusal(
                 413, f"request body over {up.limits.max_body_bytes} bytes", "request_too_large"
             )
+        if body.clock.expired:  # the upstream request is cancelled with its body
+            if ex is not None:
+                ex.failure = Failure.CANCELLED
+            return refusal(408, "request body timed out", "timeout_error")
         if body.client_gone:
             if ex is not None:
                 ex.failure = Failure.CANCELLED

@@ -18,6 +18,9 @@ class Limits:
     header_timeout_s: float = 10.0
     """From a connection's first byte of a request head (or from the connection's start)
     to the whole head: a head that trickles in is cut off after this."""
+    body_timeout_s: float = 60.0
+    """How long a request body may go without a byte: then the upstream request is
+    cancelled and the client answered 408 (one byte a second would hold both for ever)."""
     idle_timeout_s: float = 75.0
     """How long a kept-alive connection may wait, idle, for its next request."""
     max_body_bytes: int = 64 * MIB
@@ -44,6 +47,12 @@ class Option:
 LIMITS = (
     Option(
         "header_timeout_s", "--header-timeout", "S", "Seconds a request head may take to arrive."
+    ),
+    Option(
+        "body_timeout_s",
+        "--body-timeout",
+        "S",
+        "Seconds a request body may go without a byte (408 after).",
     ),
     Option(
         "idle_timeout_s", "--idle-timeout", "S", "Seconds an idle kept-alive connection stays open."

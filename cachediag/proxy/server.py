@@ -30,6 +30,7 @@ from yarl import URL
 from cachediag.errors import CachediagError
 from cachediag.proxy import DEFAULT_LISTEN
 from cachediag.proxy.forward import UPSTREAM_KEY, Upstream, forward, handle
+from cachediag.proxy.guard import QuietServer
 from cachediag.proxy.limits import Limits
 from cachediag.proxy.logfiles import DEFAULT_KEEP_DAYS, CaptureLog
 from cachediag.proxy.recording import Recorder
@@ -210,7 +211,7 @@ async def serve(
     async def handler(request: web.BaseRequest) -> web.StreamResponse:
         return await forward(request, up)
 
-    server = web.Server(
+    server = QuietServer(  # error answers never quote the request (guard)
         handler,
         handler_cancellation=True,  # a client gone: its upstream request is cancelled
         keepalive_timeout=cfg.limits.idle_timeout_s,
