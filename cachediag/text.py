@@ -7,8 +7,8 @@ or a price source with ``ESC [ 31 m`` (colours), ``ESC ] 0 ;`` (the window title
 characters that show text in another order than it is. Every human-facing output
 (tables, watch lines, the status line, notes on stderr) passes such text through
 ``sanitize`` (the table helpers of ``report.layout`` and ``report.console.SafeConsole``
-do it themselves); JSON output escapes the C0 and C1 controls (``report.serialize``);
-the HTML report replaces ``BIDI_CONTROLS`` (``report.html.page``).
+do it themselves); JSON output escapes the C0 and C1 controls and lone surrogates
+(``cachediag.jsonsafe``); the HTML report replaces ``BIDI_CONTROLS`` (``report.html.page``).
 
 Standard library only, no ``re``: the status line's warm path imports this.
 """
@@ -37,6 +37,9 @@ _UNSAFE.update(
         )
     }
 )
+# Lone surrogates: a file name's byte that is not UTF-8 (0x9B, 8-bit CSI) is U+DC9B in
+# Python, and a ``surrogateescape`` stdout (the UTF-8 locale's) writes the raw byte back.
+_UNSAFE.update({c: REPLACEMENT for c in range(0xD800, 0xE000)})
 _UNSAFE_KEEP_LINES = {c: r for c, r in _UNSAFE.items() if c not in (0x0A, 0x09)}
 
 

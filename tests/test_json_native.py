@@ -57,7 +57,7 @@ def _nested(depth: int) -> list[Any]:
     return obj
 
 
-ESCAPED = {c: f"\\u{c:04x}" for c in (*range(0x80, 0xA0), 0x2028, 0x2029)}
+ESCAPED = {c: f"\\u{c:04x}" for c in (*range(0x80, 0xA0), 0x2028, 0x2029, *range(0xD800, 0xE000))}
 """What JSON output escapes beyond json.dumps, written out here as a table (the code
 under test uses a pattern)."""
 
@@ -158,9 +158,12 @@ def test_json_line_answers_as_json_dumps_does(obj: Any) -> None:
         ("\x9b31m", "\\u009b31m"),
         ("a\x80b\x9fc", "a\\u0080b\\u009fc"),
         ("\u2028\u2029", "\\u2028\\u2029"),
+        # A file name's bytes that are not UTF-8 (surrogateescape): as escapes, not the
+        # raw 0x9B a surrogateescape stdout would write back.
+        ("sess\udc9b[2J\udcff\ud800", "sess\\udc9b[2J\\udcff\\ud800"),
         ("\xa0\xc2\u2027\u202a·…é", "\xa0\xc2\u2027\u202a·…é"),  # kept as they are
     ],
-    ids=["csi", "c1-edges", "separators", "neighbours"],
+    ids=["csi", "c1-edges", "separators", "lone-surrogates", "neighbours"],
 )
 def test_c1_controls_and_separators_are_escaped(
     text: str, written: str, pure: bool, monkeypatch: pytest.MonkeyPatch

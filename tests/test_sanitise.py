@@ -14,7 +14,10 @@ What each output may hold:
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -269,3 +272,48 @@ def test_report_to_stdout_holds_no_raw_control_character(tree: Path, cache_home:
     )
     assert not found, found
     assert "EVIL" in result.stdout
+
+
+@pytest.fixture(scope="module")
+def undecodable_names(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    """A project folder and a session file whose names hold bytes that are not UTF-8, 0x9B
+    (8-bit CSI) first: Python reads them as lone surrogates (U+DC9B)."""
+    import shutil
+
+    from tests.conftest import REAL
+
+    root = os.fsencode(tmp_path_factory.mktemp("names"))
+    project = os.path.join(root, b"-proj\x9b[31mRED\xff")
+    os.mkdir(project)
+    shutil.copy(REAL / "spotter" / "tool_heavy.jsonl", os.path.join(project, b"sess\x9b[2Jx.jsonl"))
+    return root
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["analyze"], ["analyze", "--json"], ["analyze", "--requests"], ["audit"], ["audit", "--json"]],
+    ids=" ".join,
+)
+@pytest.mark.parametrize("utf8_mode", ["1", "0"])
+@pytest.mark.parametrize("pure", ["1", ""], ids=["python", "compiled"])
+def test_file_names_that_are_not_utf8_never_reach_the_output_raw(
+    undecodable_names: bytes, args: list[str], utf8_mode: str, pure: str
+) -> None:
+    """Under a UTF-8 locale a ``surrogateescape`` stdout wrote U+DC9B back as the raw byte
+    0x9B (a terminal's CSI; ``analyze --json`` was no longer UTF-8): text shows ``?``,
+    JSON the escape ``\\udc9b``, the same from both encoders."""
+    env = {**os.environ, "LC_ALL": "C.UTF-8", "PYTHONUTF8": utf8_mode}
+    env["CACHEDIAG_PURE_PYTHON"] = pure
+    run = subprocess.run(
+        [sys.executable, "-m", "cachediag", *args, "--no-captures", os.fsdecode(undecodable_names)],
+        capture_output=True,
+        env=env,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    for out in (run.stdout, run.stderr):
+        assert b"\x9b" not in out and b"\xff" not in out
+        out.decode("utf-8")
+    assert run.stdout.strip()
+    if args[0] == "analyze" and len(args) > 1:  # escaped, not lost: the name reads back
+        assert json.loads(run.stdout)["session_id"] == "sess\udc9b[2Jx"
