@@ -33,7 +33,7 @@ from cachediag.ingest.lines import OVERLONG, BadLine, parse_numbered
 from cachediag.ingest.native import FIELDS_API, load_picker
 from cachediag.ingest.reader import read_sessions, read_stdin
 from cachediag.model import LineIssue, SessionLog
-from tests.conftest import CORPUS, REAL
+from tests.conftest import REAL, corpus_if_present
 
 _fields = pytest.importorskip(
     "cachediag.ingest._fields", reason="the C picker was not built (no compiler?)"
@@ -42,8 +42,10 @@ pick = _fields.pick
 
 
 def real_lines() -> list[bytes]:
-    roots = [REAL, CORPUS]
-    paths = sorted(p for root in roots if root.is_dir() for p in root.rglob("*.jsonl"))
+    # The bundled real logs always; the shared corpus too where it is (always under CI).
+    corpus = corpus_if_present()
+    roots = [REAL] if corpus is None else [REAL, corpus]
+    paths = sorted(p for root in roots for p in root.rglob("*.jsonl"))
     return [raw for path in paths for raw in path.read_bytes().splitlines(keepends=True)]
 
 

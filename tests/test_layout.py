@@ -22,11 +22,15 @@ def test_wrapped_lines_fit_and_keep_words_whole(
 ) -> None:
     lines = wrap_parts(parts, width, indent=indent, sep=sep)
     assert all(len(line) <= width for line in lines)
+    # The words of each line, read back: the separator's mark (no word holds it) and the
+    # spaces split them. A substring test would let "ab" pass inside "abc".
+    mark = sep.strip()
+    words_of = [set(line.replace(mark, " ").split()) for line in lines]
     for part in parts:
         for word in part.split():
             # Only a word longer than a line (a path) may be cut.
             if len(word) <= width - len(indent) - 4:
-                assert any(word in line for line in lines), (word, lines)
+                assert any(word in words for words in words_of), (word, lines)
 
 
 def test_a_line_that_fits_is_one_line() -> None:

@@ -149,6 +149,7 @@ def test_overview_agrees_with_audit_json() -> None:
     assert ov["top_misses"] == audit["top_misses"]
     assert ov["whatif"] == audit["whatif"]
     day = CliRunner().invoke(main, ["audit", "--json", "--no-progress", "--by", "day", str(tree)])
+    assert day.exit_code == 0, day.output
     assert ov["by_day"] == json.loads(day.stdout)["groups"]
     assert len(data["sessions"]) == ov["sessions"] == 3
 
@@ -223,8 +224,11 @@ def test_other_commands_do_not_import_the_report_room() -> None:
             "import sys",
             "from click.testing import CliRunner",
             "from cachediag.cli import main",
-            f"CliRunner().invoke(main, ['audit', '--no-progress', {session!r}])",
-            f"CliRunner().invoke(main, ['analyze', '--json', {session!r}])",
+            # A command that failed early would import less: both must have run whole.
+            f"audit = CliRunner().invoke(main, ['audit', '--no-progress', {session!r}])",
+            "assert audit.exit_code == 0 and audit.stdout, audit.output",
+            f"analyze = CliRunner().invoke(main, ['analyze', '--json', {session!r}])",
+            "assert analyze.exit_code == 0 and analyze.stdout, analyze.output",
             "print(sorted(m for m in sys.modules if m.startswith('cachediag.report.html')))",
         ]
     )
@@ -255,4 +259,5 @@ def test_days_follow_the_timezone(zone: str, label: str) -> None:
             str(REAL / "spotter"),
         ],
     )
+    assert result.exit_code == 0, result.output
     assert data["overview"]["by_day"] == json.loads(result.stdout)["groups"]
