@@ -134,12 +134,6 @@ def _opus(at: float, read: int, written: int, ttl: str = "5m") -> RequestRecord:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="whatif._idle_s measures a hit's pause from the previous response and a miss's "
-    "keep-alives from the compaction (its evidence): spec §2 says a compaction touches the "
-    "cache, and a keep-alive sender pings through the whole pause (issue 25 report)",
-)
 @pytest.mark.parametrize(
     ("read", "written"),
     [

@@ -21,7 +21,7 @@ from cachediag.analysis.whatif import (
     replay_stream,
     replay_streams,
 )
-from cachediag.model import RequestRecord
+from cachediag.model import RebuildAnnounced, RebuildKind, RequestRecord
 
 K = 1000
 PRICES = ModelPrices(
@@ -54,7 +54,7 @@ def req(
     )
 
 
-def entries(*records: RequestRecord) -> list[LedgerEntry]:
+def entries(*records: RequestRecord | RebuildAnnounced) -> list[LedgerEntry]:
     return run_ledger(records)[1]
 
 
@@ -195,6 +195,46 @@ def test_unpriced_requests_are_counted_not_priced() -> None:
     assert r.unpriced_requests == 1
 
 
+# A 1h entry, a 20-minute pause, a compaction announced a minute before the next request:
+# the compaction touched the cache, so the cache was idle 60 s (spec §2), while a
+# keep-alive sender pinged through the whole 1200 s pause (at 270, 540, 810, 1080 s).
+def _after_compaction(read: int, write: int) -> list[LedgerEntry]:
+    return run_ledger(
+        [
+            req(0, 0, 100 * K, ttl="1h"),
+            RebuildAnnounced(1140.0, RebuildKind.COMPACTION),
+            req(1200, read, write),
+        ]
+    )[1]
+
+
+def test_a_compaction_in_the_pause_keeps_a_hit_a_hit() -> None:
+    stream = _after_compaction(100 * K, 1 * K)
+    assert stream[1].outcome is Outcome.HIT
+    both = run_all(stream)
+    # r0 w5 0.125; r1 idle 60 s < 300: still a hit, 100K read 0.01 + 1K w5 0.00125.
+    for policy in (Policy.TTL_5M, Policy.EVIDENCE):
+        r = both.results[policy]
+        assert r.cost_usd == pytest.approx(0.13625), policy
+        assert r.misses == 0, policy
+        assert replay_stream(stream, policy, price_of) == r
+    # Keep-alive: 4 pings reading r0's 100K, 4 * (0.01 + 0.000005) = 0.04002.
+    r = both.results[Policy.KEEP_ALIVE]
+    assert r.cost_usd == pytest.approx(0.125 + 0.04002 + 0.01125)
+    assert (r.misses, r.keep_alive_requests) == (0, 4)
+
+
+def test_keep_alives_before_a_compaction_are_sent() -> None:
+    stream = _after_compaction(0, 30 * K)
+    assert stream[1].outcome is Outcome.EXPECTED
+    # r0 w5 0.125; 4 pings 0.04002 (the sender cannot know a compaction is coming);
+    # r1 rebuilds 30K at w5 0.0375.
+    r = run_all(stream).results[Policy.KEEP_ALIVE]
+    assert r.cost_usd == pytest.approx(0.125 + 0.04002 + 0.0375)
+    assert (r.misses, r.keep_alive_requests) == (0, 4)
+    assert replay_stream(stream, Policy.KEEP_ALIVE, price_of) == r
+
+
 @pytest.mark.parametrize(
     ("idle", "pings"), [(0, 0), (270, 0), (271, 1), (540, 1), (541, 2), (10_000, 13)]
 )
@@ -216,6 +256,7 @@ _REQUEST = st.tuples(
     st.sampled_from(["5m", "1h"]),
     st.sampled_from(["m", "m", "m", "unpriced"]),
     st.integers(0, 3000),
+    st.sampled_from([None, None, None, 0.0, 0.5, 0.95]),
 )
 _ODD = ModelPrices(
     input_mtok=3.3,
@@ -235,14 +276,18 @@ def _odd_price_of(record: RequestRecord) -> ModelPrices | None:
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.lists(_REQUEST, min_size=1, max_size=25), min_size=1, max_size=3))
 def test_one_pass_replay_is_the_per_policy_replay(
-    streams: list[list[tuple[float, int, int, str, str, int]]],
+    streams: list[list[tuple[float, int, int, str, str, int, float | None]]],
 ) -> None:
     # ``replay_streams`` replays every policy in one pass, with prices looked up once;
     # ``replay_stream`` walks one policy at a time. Same sums, to the last bit.
     built = []
     for stream in streams:
-        at, records = 0.0, []
-        for gap, read, write, ttl, model, uncached in stream:
+        at = 0.0
+        records: list[RequestRecord | RebuildAnnounced] = []
+        for gap, read, write, ttl, model, uncached, announce in stream:
+            if announce is not None:
+                # A compaction some way into the pause (spec §2: it touches the cache).
+                records.append(RebuildAnnounced(at + gap * announce, RebuildKind.COMPACTION))
             at += gap
             records.append(
                 RequestRecord(

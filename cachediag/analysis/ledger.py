@@ -65,6 +65,9 @@ class LedgerEntry:
     announced: RebuildKind | None = None
     diagnosis: Diagnosis | None = None
     evidence: MissEvidence | None = None
+    announced_at: float | None = None
+    """When a rebuild was announced between the previous request and this one (a
+    compaction touches the cache: the what-if's idle time restarts there)."""
 
 
 @dataclass(slots=True)
@@ -130,9 +133,18 @@ class Ledger:
         self.prev = cur
         self.prev_ttl = ttl
         # Positional, in field order (index, record, outcome, ttl, gap_s,
-        # reprocessed_tokens, announced, diagnosis, evidence): once per request.
+        # reprocessed_tokens, announced, diagnosis, evidence, announced_at): once per request.
         return LedgerEntry(
-            self.requests - 1, cur, outcome, ttl, gap, reprocessed, kind, diagnosis, evidence
+            self.requests - 1,
+            cur,
+            outcome,
+            ttl,
+            gap,
+            reprocessed,
+            kind,
+            diagnosis,
+            evidence,
+            announce_at,
         )
 
     def _classify(

@@ -124,11 +124,16 @@ def _is_ttl_miss(entry: LedgerEntry) -> bool:
     return d is not None and any(c in _TTL_CAUSES for c in d.causes)
 
 
-def _idle_s(entry: LedgerEntry) -> float:
-    # The ledger's idle time restarts at an announced compaction; hits have no evidence.
-    if entry.evidence is not None:
-        return entry.evidence.gap_s
-    return entry.gap_s or 0.0
+def _pause_idle(entry: LedgerEntry) -> tuple[float, float]:
+    """(pause, idle) before a request: the pause since the previous response, through
+    which a keep-alive sender pings, and the cache's idle time, which restarts at a
+    compaction announced in between (a compaction touches the cache, §2), for every
+    outcome alike."""
+    pause = entry.gap_s or 0.0
+    at = entry.announced_at
+    if at is None:
+        return pause, pause
+    return pause, min(pause, entry.record.at - at)
 
 
 def keep_alive_pings(idle_s: float) -> int:
@@ -220,11 +225,13 @@ class _Replay:
         cost, misses, pings, unpriced = 0.0, 0, 0, 0
         prev = self.prev
         if prev is not None:
-            idle = _idle_s(e)
+            pause, idle = _pause_idle(e)
             window = TTL_SECONDS[self.ttl_in_force]
             if self.policy is Policy.KEEP_ALIVE and prev.cached_tokens > 0:
-                pings = keep_alive_pings(idle)
-                alive = idle - pings * KEEP_ALIVE_EVERY_S < window
+                # The sender pings through the whole pause; the cache was last touched by
+                # its last ping or by a compaction, whichever came later.
+                pings = keep_alive_pings(pause)
+                alive = min(pause - pings * KEEP_ALIVE_EVERY_S, idle) < window
                 if pings:
                     ping_prices = prices[i - 1]
                     if ping_prices is None:
@@ -351,7 +358,8 @@ def replay_priced(
     rewritten = False  # a plain request since the last step wrote (or was the first)
     for i, e in enumerate(entries):
         if i and (
-            _idle_s(e) > KEEP_ALIVE_EVERY_S or (e.outcome is Outcome.MISS and _is_ttl_miss(e))
+            # The pause bounds the idle time: a shorter one sends no keep-alive either.
+            (e.gap_s or 0.0) > KEEP_ALIVE_EVERY_S or (e.outcome is Outcome.MISS and _is_ttl_miss(e))
         ):
             for replay, result in pairs:
                 if prev_plain is not None:
