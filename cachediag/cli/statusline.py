@@ -65,7 +65,8 @@ def statusline(
 
     Reads only what the transcript gained since the last run (state in
     $XDG_CACHE_HOME/cachediag/), never fails: on any problem it prints 'cache ?' and logs
-    to statusline.log there (and says why on stderr when run at a terminal).
+    to statusline.log there (and says why on stderr when run at a terminal, where a bad
+    option such as an unknown --format field is one Error: line and exit 2 instead).
 
     \b
     Fields for --format: {hit} {warm} {misses} {cost} {last} {agents} {rebuilds} {ttl}

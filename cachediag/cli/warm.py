@@ -12,9 +12,9 @@ import click
 
 from cachediag.analysis.session import SessionAnalysis
 from cachediag.analysis.warm import LONGEST_TTL_S
-from cachediag.cli.common import emit_json, jq_option, pricing_option, report_issues
+from cachediag.cli.common import emit_json, jq_option, pricing_option
 from cachediag.cli.window import zone_option, zone_or_local
-from cachediag.output import raise_errors
+from cachediag.output import finish_reading
 
 if TYPE_CHECKING:
     from cachediag.report.warm import WarmOut
@@ -59,16 +59,24 @@ def warm(
     clock = time.time() if now is None else now
     if pricing_file is not None:
         pricing_source(pricing_file)  # an unusable price file: an error before reading
-    # A file last written before the longest TTL can hold no warm cache: not read at all.
-    recent = [
-        p
-        for src in discover(list(paths) or default_paths())
-        if (p := src.main) is not None and _mtime(p) >= clock - LONGEST_TTL_S
-    ]
     run = Run()
+    # A file last written before the longest TTL can hold no warm cache: not read at all.
+    # One named on the command line is still looked at (its first lines only), so a path
+    # that is not a log fails as it does in every other command.
+    named = {p for p in paths if p.is_file()}
+    recent: list[Path] = []
+    for src in discover(list(paths) or default_paths(), run.unreadable.append):
+        if (p := src.main) is None:
+            continue
+        if _mtime(p) >= clock - LONGEST_TTL_S:
+            recent.append(p)
+        elif p in named and (why := _not_a_log(p)) is not None:
+            run.errors.append(why)
     rows = [r for r in run.rendered(recent, None, clock, WarmRender(clock, pricing_file)) if r]
     report = warm_report(rows, clock)
-    if as_json or jq_filter is not None:
+    if not rows and (run.errors or run.nothing_read):
+        pass  # nothing was read: only the error, not "no warm cache" as if one had been
+    elif as_json or jq_filter is not None:
         emit_json([report.model_dump(mode="json")], jq_filter)
     else:
         from cachediag.report.console import SafeConsole
@@ -77,8 +85,19 @@ def warm(
         # Session ids are file names or OTel ``session.id`` values: anything at all.
         console = SafeConsole()
         console.print(warm_table(report, zone=zone_or_local(zone), width=console.width))
-    report_issues(run.issues)
-    raise_errors(run.errors)
+    finish_reading(run.issues, run.unreadable, run.errors, run.nothing_read)
+
+
+def _not_a_log(path: Path) -> str | None:
+    """Why a file is not a log cachediag reads (from its first lines), or ``None``."""
+    from cachediag.ingest.sniff import open_file
+
+    try:
+        opened = open_file(path, None)
+    except OSError as exc:
+        return f"{path}: {exc.strerror or exc}"
+    opened.fp.close()
+    return None if opened.error is None else str(opened.error)
 
 
 def _mtime(path: Path) -> float:

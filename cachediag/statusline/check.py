@@ -12,7 +12,7 @@ import os
 
 from cachediag.paths import cache_dir
 from cachediag.statusline import render
-from cachediag.statusline.log import heard
+from cachediag.statusline.log import heard, log_failure
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -26,6 +26,7 @@ def report(
     out: IO[str], line: str, view: dict[str, Any] | None, payload: Any, budget_s: float
 ) -> int:
     took = heard.facts.get("took_s")
+    _check_transcript(view)
     rows = [
         ("stdin", _stdin(payload)),
         ("transcript", _transcript(view)),
@@ -91,6 +92,31 @@ def _transcript(view: dict[str, Any] | None) -> str:
     if unreadable:
         parts.append(f"{len(unreadable)} not readable")
     return ": ".join(parts[:2]) + (f" ({', '.join(parts[2:])})" if parts[2:] else "")
+
+
+def _check_transcript(view: dict[str, Any] | None) -> None:
+    """A file read as the transcript that is not one: a problem. The line itself only
+    counts what it recognises (nothing here), so only a look at the file's first lines,
+    by the rule every other command uses, tells a wrong path from a quiet session."""
+    path = heard.facts.get("transcript")
+    if not isinstance(path, str) or not view or view.get("transcript") != "read":
+        return
+    from pathlib import Path
+
+    from cachediag.ingest.detect import CLAUDE_CODE
+    from cachediag.ingest.sniff import open_file
+
+    try:
+        opened = open_file(Path(path), None)
+    except OSError:
+        return  # read a moment ago: gone since, which the next run reports
+    opened.fp.close()
+    if opened.error is not None:
+        log_failure(f"transcript_path is not a Claude Code transcript: {opened.error}")
+    elif opened.fmt != CLAUDE_CODE:
+        log_failure(
+            f"transcript_path is not a Claude Code transcript: {path} is a {opened.fmt} log"
+        )
 
 
 def _state() -> str:

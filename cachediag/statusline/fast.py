@@ -200,7 +200,8 @@ def run(
     stderr: IO[str] | None = None,
 ) -> int:
     """The whole status line; returns the exit status: always 0, except that ``--check``
-    returns 1 when it found a problem.
+    returns 1 when it found a problem, and a mistake in the arguments made at a terminal
+    is one ``Error:`` line and 2 (piped, as Claude Code runs it, it is still a line).
 
     When a person is looking (``--check``, or stdin or stderr is a terminal: Claude Code
     pipes both), the reason for a fallback is printed on stderr too; stdout is one line.
@@ -240,6 +241,14 @@ def run(
             text = render.render_line(
                 out_view, opts.fmt, color, width or DEFAULT_WIDTH, keep_fields=width is None
             )
+    except render.UsageError as exc:
+        # A mistake in our own arguments: one plain line for a person at a terminal
+        # (exit 2, as for any usage error); Claude Code, piping both, still gets a line.
+        log_failure(str(exc))
+        if not check and (at_terminal or _isatty(err)):
+            _error(err, str(exc))
+            return 2
+        text = _fallback(as_json, "failed; see statusline.log in the cache dir")
     except Exception as exc:
         log_failure(describe(exc))
         text = _fallback(as_json, "failed; see statusline.log in the cache dir")
@@ -288,6 +297,14 @@ def _isatty(stream: Any) -> bool:
 def _tell(err: IO[str], message: str) -> None:
     try:
         err.write(f"cachediag statusline: {render.printable(message, 300)}\n")
+        err.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def _error(err: IO[str], message: str) -> None:
+    try:
+        err.write(f"Error: {render.printable(message, 300)}\n")
         err.flush()
     except (OSError, ValueError):
         pass

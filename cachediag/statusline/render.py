@@ -322,10 +322,11 @@ def parse_format(template: str) -> list[tuple[str, str | None]]:
         if ch == "{":
             end = template.find("}", i)
             if end < 0:
-                raise UsageError("unclosed '{' in --format")
+                raise UsageError("--format: unclosed '{' (write '{{' for a literal brace)")
             name = template[i + 1 : end].strip()
             if name not in FIELDS:
-                raise UsageError(f"unknown --format field {name!r}")
+                known = " ".join(f"{{{f}}}" for f in FIELDS)
+                raise UsageError(f"--format: unknown field {{{name[:40]}}} (fields: {known})")
             parts.append(("".join(literal), name))
             literal = []
             i = end + 1
