@@ -83,16 +83,29 @@ def report_run_errors(run: AuditRun[Any]) -> None:
     finish_reading(run.issues, run.unreadable, run.errors, run.nothing_read)
 
 
+def one_by(given: tuple[str, ...]) -> str:
+    """The grouping of ``--by`` given at most once (default: project); a second one is a
+    usage error (exit 2), not a silent choice of the last."""
+    if len(given) > 1:
+        raise click.UsageError(
+            f"--by was given {len(given)} times ({', '.join(given)}): an audit takes one "
+            "--by; run one audit per grouping",
+        )
+    return given[0] if given else "project"
+
+
 @click.command()
 @audit_inputs
 @click.option(
     "--by",
     "by",
     type=click.Choice(BY_CHOICES),
-    default="project",
-    show_default=True,
+    # Taken as many times as given, so that a second --by is refused rather than
+    # silently replacing the first (click keeps the last of a repeated option).
+    multiple=True,
+    show_default="project",
     help="Break totals down by this (day, week and month in --timezone; gap: the idle "
-    "time before each request).",
+    "time before each request). One --by per audit.",
 )
 @click.option("--tokens", is_flag=True, help="Token columns (input, output, cache write/read).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (see --schema).")
@@ -120,7 +133,7 @@ def report_run_errors(run: AuditRun[Any]) -> None:
 )
 def audit(
     inputs: AuditInputs,
-    by: str,
+    by: tuple[str, ...],
     tokens: bool,
     as_json: bool,
     jq_filter: str | None,
@@ -155,6 +168,7 @@ def audit(
     """
     from cachediag.analysis.audit import GroupBy
 
+    grouping = one_by(by)
     if schema:
         from cachediag.report.audit import audit_schema
 
@@ -174,20 +188,20 @@ def audit(
 
         options = AuditOptions(window.since, window.until, top, pricing_file, display)
         if as_sql:
-            click.echo(dataset_sql(GroupBy(by), options, sql_dialect), nl=False)
+            click.echo(dataset_sql(GroupBy(grouping), options, sql_dialect), nl=False)
             return
         # Only --json lists every session (whatif_by_session); tables and CSV count them.
-        run = dataset_audit(list(paths), GroupBy(by), options, session_lines=as_json)
+        run = dataset_audit(list(paths), GroupBy(grouping), options, session_lines=as_json)
         if gc.isenabled():
             # The report of 100,000 sessions is a million small objects, no garbage:
             # the cycle collector would walk them over and over (a third of its time).
             gc.disable()
             click.get_current_context().call_on_close(gc.enable)
-    elif by in ("host", "user"):
-        raise click.UsageError(f"--by {by} needs a dataset (cachediag export)")
+    elif grouping in ("host", "user"):
+        raise click.UsageError(f"--by {grouping} needs a dataset (cachediag export)")
     else:
         run = inputs.read(window, display)
-    report = audit_report(run, GroupBy(by), window)
+    report = audit_report(run, GroupBy(grouping), window)
     if jq_filter is not None:
         from cachediag.report.audit import report_dict
 

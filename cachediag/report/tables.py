@@ -21,7 +21,14 @@ def format_tokens(n: int) -> str:
     return f"{n:,}"
 
 
+DAYS_FROM_S = 48 * 3600
+"""Where a duration is shown in days: ``7008h17m`` (a session resumed after ten months)
+is unreadable, ``292d00h`` is not; under two days, hours still tell a day's pause."""
+
+
 def format_duration(seconds: float | None) -> str:
+    """``42s``, ``4m05s``, ``3h07m``, ``292d00h`` (from 48 h on): one format for every
+    gap and idle time the tables, ``explain`` and ``watch`` print."""
     if seconds is None:
         return "-"
     s = round(seconds)
@@ -29,7 +36,9 @@ def format_duration(seconds: float | None) -> str:
         return f"{s}s"
     if s < 3600:
         return f"{s // 60}m{s % 60:02d}s"
-    return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+    if s < DAYS_FROM_S:
+        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+    return f"{s // 86400}d{(s % 86400) // 3600:02d}h"
 
 
 def format_time(at: float, zone: tzinfo = UTC) -> str:
