@@ -192,7 +192,8 @@ class Run:
     sessions_read: int = 0
     """Sessions that gave a result (any of their files could be read)."""
     on_progress: Callable[[int, int], None] | None = None
-    """Called with (sessions read, sessions found) after each session file."""
+    """Called with (sessions read, sessions found) after each session file, and with
+    (0, sessions found) once they are found, before any is read."""
     jobs: int | None = None
     """Worker processes; ``None``: one per core when the input is large."""
     enrich: Enrich | None = None
@@ -220,6 +221,10 @@ class Run:
                 self.sessions_read += 1
                 yield render(analyze_session(log, now))
         sources = discover(file_paths, self.unreadable.append) if file_paths else []
+        if self.on_progress is not None and sources:
+            # The count before any is read: a project folder is read whole before its
+            # first result, so the first call after reading would come late.
+            self.on_progress(0, len(sources))
         groups = project_groups(sources)
         # Each file is looked at once: its size decides both whether to fork and the order.
         weights = [total_bytes(group) for group in groups]

@@ -218,14 +218,16 @@ def run_audit(
 
     run: AuditRun[T] = AuditRun(Audit(top=options.top), pricing_source(options.pricing_file))
     reading = Run(jobs=workers, enrich=enrich)
-    started = False
+    known = -1
 
     def progress(done: int, total: int) -> None:
-        nonlocal started
-        if not started and on_start is not None:
+        # ``on_start`` again whenever the count changes: a call with ``done == 0`` (the
+        # sessions found, before any is read) gives the bar its total up front.
+        nonlocal known
+        if total != known and on_start is not None:
             on_start(total)
-        started = True
-        if on_done is not None:
+        known = total
+        if done and on_done is not None:
             on_done()
 
     reading.on_progress = progress

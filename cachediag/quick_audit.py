@@ -188,10 +188,11 @@ class QuickAudit:
 
 def audit_args(args: list[str]) -> QuickAudit | None:
     """What ``audit`` arguments say when ``--json`` is given with paths and only the
-    options the quick path takes (the last of a repeated option counts); ``None`` for
-    anything else."""
+    options the quick path takes (the last of a repeated option counts, but for ``--by``,
+    which click refuses twice); ``None`` for anything else."""
     taken = QuickAudit([])
     as_json = False
+    by_given = False
     given = iter(args)
     for arg in given:
         if arg == "--json":
@@ -209,6 +210,10 @@ def audit_args(args: list[str]) -> QuickAudit | None:
                 return None
             taken.top = top
         elif arg == "--by":
+            # A second --by is click's usage error (one grouping per audit), not the last.
+            if by_given:
+                return None
+            by_given = True
             taken.by = next(given, "")
             if taken.by not in _QUICK_BY:
                 return None

@@ -1,18 +1,22 @@
 """Issue 28's edges of ``audit`` and of the gaps every table prints: a repeated ``--by``
-is refused, idle gaps past 48 h are shown in days."""
+is refused (click and the quick path alike), idle gaps past 48 h are shown in days."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from cachediag import quick_audit
 from cachediag.cli import main
 from cachediag.report.tables import format_duration
-from tests.conftest import REAL, SPOTTER_SESSION
+from tests.conftest import REAL, ROOT, SPOTTER_SESSION
 
 REPEATED_BY = ["--by", "day", "--by", "model"]
 
@@ -34,6 +38,28 @@ def test_one_by_still_groups_by_it() -> None:
     assert json.loads(result.output)["by"] == "day"
     default = CliRunner().invoke(main, ["audit", "--no-progress", "--json", str(REAL)])
     assert json.loads(default.output)["by"] == "project"
+
+
+def test_the_quick_path_leaves_a_repeated_by_to_click() -> None:
+    assert quick_audit.audit_args(["--json", "a", "--by", "day", "--by", "model"]) is None
+    assert quick_audit.audit_args(["--json", "a", "--by", "day", "--by", "day"]) is None
+    taken = quick_audit.audit_args(["--json", "a", "--by", "day"])
+    assert taken is not None and taken.by == "day"
+
+
+def test_the_quick_path_exits_as_click_does_on_a_repeated_by() -> None:
+    """Through the entry point (``--json`` with paths is the quick path's)."""
+    env = {**os.environ, "NO_COLOR": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "cachediag", "audit", "--json", *REPEATED_BY, str(REAL)],
+        capture_output=True,
+        cwd=ROOT,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert done.stdout == b""
+    assert b"an audit takes one --by" in done.stderr
 
 
 @pytest.mark.parametrize(
@@ -84,3 +110,29 @@ def test_a_pause_of_months_prints_in_days(tmp_path: Path, command: list[str]) ->
     assert result.exit_code == 0, result.output
     assert "292d04h" in result.output  # 292 days and the pause's own 4h11m
     assert "7012h" not in result.output
+
+
+def test_the_progress_total_is_known_before_any_session_is_read() -> None:
+    """``sessions 0/?`` no more: the bar has its total when the sessions are found."""
+    from cachediag.model import SessionLog
+    from cachediag.pipeline_audit import AuditOptions, run_audit
+
+    read = 0
+    calls: list[tuple[str, int, int]] = []
+
+    def enrich(log: SessionLog) -> SessionLog:  # runs on each session as it is read
+        nonlocal read
+        read += 1
+        return log
+
+    run = run_audit(
+        [REAL],
+        AuditOptions(),
+        on_start=lambda total: calls.append(("start", total, read)),
+        on_done=lambda: calls.append(("done", 0, read)),
+        workers=1,
+        enrich=enrich,
+    )
+    assert run.sessions_read > 1
+    assert calls[0] == ("start", len(calls) - 1, 0)  # the count, before any read
+    assert [kind for kind, _, _ in calls[1:]] == ["done"] * (len(calls) - 1)

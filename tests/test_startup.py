@@ -301,8 +301,8 @@ def test_quick_path_tree_output_is_the_recorded_one(trees: Path, tree: str) -> N
             quick_audit.QuickAudit([Path("a"), Path("b")], by="day", top=0, jobs=2, progress=False),
         ),
         (
-            ["--json", "a", "--now", "nan", "--progress", "--by", "gap", "--by", "stream-kind"],
-            quick_audit.QuickAudit([Path("a")], by="stream-kind", progress=True),
+            ["--json", "a", "--now", "nan", "--progress", "--top", "3", "--by", "stream-kind"],
+            quick_audit.QuickAudit([Path("a")], by="stream-kind", top=3, progress=True),
         ),
     ],
 )
@@ -329,6 +329,7 @@ def test_quick_audit_arguments(args: list[str], taken: quick_audit.QuickAudit) -
         ["--json", "a", "--by", "user"],
         ["--json", "a", "--by", "Day"],
         ["--json", "a", "--by"],
+        ["--json", "a", "--by", "gap", "--by", "stream-kind"],  # click's usage error
         ["--json", "a", "--top", "-1"],
         ["--json", "a", "--top", "01"],
         ["--json", "a", "--jobs", "0"],

@@ -48,7 +48,8 @@
     s = Math.round(s);
     if (s < 60) return s + "s";
     if (s < 3600) return Math.floor(s / 60) + "m" + pad(s % 60) + "s";
-    return Math.floor(s / 3600) + "h" + pad(Math.floor((s % 3600) / 60)) + "m";
+    if (s < 172800) return Math.floor(s / 3600) + "h" + pad(Math.floor((s % 3600) / 60)) + "m";
+    return Math.floor(s / 86400) + "d" + pad(Math.floor((s % 86400) / 3600)) + "h";
   }
   function utc(at, withDate) {
     if (at == null) return "-";
