@@ -15,6 +15,14 @@ from cachediag.errors import WorkerError
 from cachediag.parallel import map_ordered
 
 
+@pytest.fixture(autouse=True)
+def _no_other_thread() -> None:
+    """map_ordered forks only when no other thread runs: a thread an earlier test left
+    alive would turn these tests into in-process runs that wait in vain. Say so."""
+    others = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
+    assert not others, f"threads left running by earlier tests: {others}"
+
+
 def square_with_pid(x: int) -> tuple[int, int]:
     return x * x, os.getpid()
 

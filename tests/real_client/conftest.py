@@ -21,12 +21,15 @@ else:
 
     CASES = [(v, n) for v in versions() for n in SCENARIOS]
 
-    @pytest.fixture(scope="session")
+    # Package scope: the pools' threads end with the suite's last test, not with the whole
+    # run (any thread alive keeps parallel.map_ordered from forking in later tests).
+    @pytest.fixture(scope="package")
     def all_runs() -> Iterator[dict[tuple[str, str], Future[Run]]]:
         pairs = [c for c in CASES if claude_binary(c[0]) is not None]
-        pool, futures = run_all(pairs)
+        pools, futures = run_all(pairs)
         yield futures
-        pool.shutdown(wait=True)
+        for pool in pools:
+            pool.shutdown(wait=True)
         for fut in futures.values():
             if fut.done() and fut.exception() is None:
                 fut.result().session.cleanup()

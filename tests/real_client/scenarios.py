@@ -130,16 +130,17 @@ def run(version: str, name: str) -> Run:
 
 def run_all(
     pairs: list[tuple[str, str]], workers: int = 3
-) -> tuple[ThreadPoolExecutor, dict[tuple[str, str], Future[Run]]]:
+) -> tuple[list[ThreadPoolExecutor], dict[tuple[str, str], Future[Run]]]:
     """Start every (version, scenario); the pauses first, so the suite waits for them
-    once while the others run."""
+    once while the others run. The caller shuts both pools down: an idle worker thread
+    left alive would stop ``parallel.map_ordered`` forking for the rest of the run."""
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="realclient")
     ordered = sorted(pairs, key=lambda p: p[1] != "pause")
     pauses = [p for p in ordered if p[1] == "pause"]
     # The pauses mostly sleep: give them their own threads so they hold no worker.
     side = ThreadPoolExecutor(max_workers=max(1, len(pauses)), thread_name_prefix="pause")
     futures = {p: (side if p[1] == "pause" else pool).submit(run, *p) for p in ordered}
-    return pool, futures
+    return [pool, side], futures
 
 
 def save_sample(r: Run, dest: Path) -> None:
@@ -173,7 +174,7 @@ def main(argv: list[str]) -> int:
     dest = Path(argv[0])
     names = argv[1:] or list(SCENARIOS)
     pairs = [(v, n) for v in versions() if claude_binary(v) for n in names]
-    pool, futures = run_all(pairs)
+    pools, futures = run_all(pairs)
     failed = 0
     for (version, name), fut in futures.items():
         r = fut.result()
@@ -181,7 +182,8 @@ def main(argv: list[str]) -> int:
         r.session.cleanup()
         failed += r.error is not None
         print(version, name, r.error or "ok", flush=True)
-    pool.shutdown()
+    for pool in pools:
+        pool.shutdown()
     return 1 if failed else 0
 
 
