@@ -34,7 +34,8 @@ def test_a_transcript_with_its_captures_has_the_captures_findings(
 ) -> None:
     capture = PROMPT / f"{name}.jsonl"
     folder = tmp_path / "captures"
-    folder.mkdir()
+    folder.mkdir(mode=0o700)  # the proxy takes only a private folder (or makes its own)
+    folder.chmod(0o700)  # whatever the umask
     asyncio.run(replay_capture(capture, folder))
     direct = CliRunner().invoke(main, ["analyze", "--now", "0", "--requests", str(capture)])
     message_ids = {r["message_id"] for r in json.loads(direct.stdout)["requests"]}

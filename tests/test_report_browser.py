@@ -273,7 +273,8 @@ def test_capture_side_calls_share_a_lane_and_tool_names_show(
         assert lanes[0] == "main"
         assert f"side calls ({len(side_calls)} streams)" in lanes
         cause = page.locator('#miss-table tr[data-stream="main"] td.cause').first.inner_text()
-        assert cause == "tools_changed (+WebFetch; -LS)"  # as explain names them
+        # As explain names them, with where the cause came from (the request bodies).
+        assert cause == "tools_changed (+WebFetch; -LS) [capture]"
         assert opened.errors() == []
         assert opened.requests == [opened.url]
     finally:
