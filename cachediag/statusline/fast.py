@@ -295,16 +295,17 @@ def _isatty(stream: Any) -> bool:
 
 
 def _tell(err: IO[str], message: str) -> None:
-    try:
-        err.write(f"cachediag statusline: {render.printable(message, 300)}\n")
-        err.flush()
-    except (OSError, ValueError):
-        pass
+    _say(err, "cachediag statusline: ", message)
 
 
 def _error(err: IO[str], message: str) -> None:
+    _say(err, "Error: ", message)
+
+
+def _say(err: IO[str], prefix: str, message: str) -> None:
+    """One printable line on stderr; a closed or broken stderr is no failure of the line."""
     try:
-        err.write(f"Error: {render.printable(message, 300)}\n")
+        err.write(f"{prefix}{render.printable(message, 300)}\n")
         err.flush()
     except (OSError, ValueError):
         pass
