@@ -11,7 +11,7 @@ from functools import partial
 from pathlib import Path
 from typing import IO, Generic, TypeVar
 
-from cachediag.analysis.session import SessionAnalysis, analyze_session
+from cachediag.analysis.session_analysis import SessionAnalysis, analyze_session
 from cachediag.errors import CachediagError, InputError
 from cachediag.ingest.discover import SessionSource, claude_projects_dirs, discover
 from cachediag.ingest.reader import Claims, read_sessions, read_stdin

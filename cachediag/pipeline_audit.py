@@ -17,14 +17,14 @@ from datetime import UTC, tzinfo
 from pathlib import Path
 from typing import IO, Generic, TypeVar
 
-from cachediag.analysis.audit import (
+from cachediag.analysis.rollup import (
     Audit,
     SessionAudit,
     audit_session,
     valid_or_none,
     valid_text,
 )
-from cachediag.analysis.session import SessionAnalysis
+from cachediag.analysis.session_analysis import SessionAnalysis
 from cachediag.model import LineIssue, RequestRecord, SessionLog
 from cachediag.pipeline import Run
 from cachediag.pricing import price_function

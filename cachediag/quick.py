@@ -30,7 +30,7 @@ from cachediag.text import sanitize
 
 if TYPE_CHECKING:
     from cachediag.analysis.costs import PriceFn
-    from cachediag.analysis.session import SessionAnalysis
+    from cachediag.analysis.session_analysis import SessionAnalysis
     from cachediag.cli.window import Bound
     from cachediag.pipeline import Run
 

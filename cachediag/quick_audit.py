@@ -33,11 +33,11 @@ from cachediag.quick import (
 )
 
 if TYPE_CHECKING:
-    from cachediag.analysis.audit import GroupBy
-    from cachediag.analysis.session import SessionAnalysis
+    from cachediag.analysis.rollup import GroupBy
+    from cachediag.analysis.session_analysis import SessionAnalysis
     from cachediag.cli.window import Bound
     from cachediag.pipeline_audit import AuditRun
-    from cachediag.report.audit import AuditReport
+    from cachediag.report.audit_report import AuditReport
 
 T = TypeVar("T")
 
@@ -157,7 +157,7 @@ class AuditInputs:
 
 def audit_report(run: AuditRun[Any], by: GroupBy, window: Window) -> AuditReport:
     """The report of an audit run, grouped ``by``, for the window it covered."""
-    from cachediag.report.audit import build_report
+    from cachediag.report.audit_report import build_report
 
     return build_report(
         run.audit,
@@ -234,8 +234,8 @@ def audit_args(args: list[str]) -> QuickAudit | None:
 
 def audit(args: QuickAudit) -> None:
     """``cli.audit.audit`` for the arguments ``audit_args`` takes."""
-    from cachediag.analysis.audit import GroupBy
-    from cachediag.report.audit import report_json
+    from cachediag.analysis.rollup import GroupBy
+    from cachediag.report.audit_report import report_json
 
     inputs = AuditInputs(
         tuple(args.paths),

@@ -26,7 +26,9 @@ from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, tzinfo
 
-from cachediag.analysis.audit import (
+from cachediag.analysis.costs import ModelPrices
+from cachediag.analysis.ledger import LedgerEntry, Outcome
+from cachediag.analysis.rollup import (
     GroupBy,
     MissRow,
     SessionAudit,
@@ -36,9 +38,7 @@ from cachediag.analysis.audit import (
     month_of,
     week_of,
 )
-from cachediag.analysis.costs import ModelPrices
-from cachediag.analysis.ledger import LedgerEntry, Outcome
-from cachediag.analysis.session import SessionAnalysis
+from cachediag.analysis.session_analysis import SessionAnalysis
 from cachediag.analysis.totals import Totals
 from cachediag.analysis.whatif import Policy, PolicyResult, PriceFn, WhatIf
 from cachediag.model import RebuildAnnounced, RequestRecord, StreamLog

@@ -12,13 +12,13 @@ import pytest
 from click.testing import CliRunner
 from pydantic import TypeAdapter
 
-from cachediag.analysis.audit import DATASET_ONLY, GroupBy, audit_session
 from cachediag.analysis.costs import ModelPrices
-from cachediag.analysis.session import analyze_session
+from cachediag.analysis.rollup import DATASET_ONLY, GroupBy, audit_session
+from cachediag.analysis.session_analysis import analyze_session
 from cachediag.cli import main
 from cachediag.model import MAIN_STREAM, RequestRecord, SessionLog, StreamKind
 from cachediag.pipeline_audit import AuditOptions, run_audit
-from cachediag.report.audit import AuditReport
+from cachediag.report.audit_report import AuditReport
 from tests.conftest import REAL, ROOT
 
 DATA = ROOT / "tests" / "data"

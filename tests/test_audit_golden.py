@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
 from cachediag.cli import main
-from cachediag.report.audit import AuditReport, MissOut, report_json
+from cachediag.report.audit_report import AuditReport, MissOut, report_json
 from tests.conftest import FIXTURES, REAL, ROOT
 from tests.history_tree import build_history
 

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from cachediag.analysis.audit import Calendar, audit_session, day_of, month_of, week_of
 from cachediag.analysis.costs import ModelPrices
-from cachediag.analysis.session import analyze_session
+from cachediag.analysis.rollup import Calendar, audit_session, day_of, month_of, week_of
+from cachediag.analysis.session_analysis import analyze_session
 from cachediag.model import (
     MAIN_STREAM,
     RebuildAnnounced,

@@ -284,7 +284,7 @@ def test_top_misses_read_from_the_files_that_hold_them(
     miss: the same misses, in the same order, as a pass over every file, whether the
     top is shorter or longer than the misses, in a window, and with unpriced misses
     (they rank last, as cost -1)."""
-    from cachediag.analysis.audit import GroupBy
+    from cachediag.analysis.rollup import GroupBy
     from cachediag.dataset.query import run_audit
     from cachediag.dataset.sql import Window
 

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from cachediag.cli.audit import BY_CHOICES
-from cachediag.report.audit import GroupRow
+from cachediag.report.audit_report import GroupRow
 from tests.conftest import REAL
 from tests.dataset_support import assert_same, audit_json, export, require_module, run
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from cachediag.analysis.session import analyze_session
+from cachediag.analysis.session_analysis import analyze_session
+from cachediag.follow.live_session import LiveSession
 from cachediag.follow.needles import file_needles, saved_needles
-from cachediag.follow.session import LiveSession
 from cachediag.ingest.discover import sessions_for_file
 from cachediag.ingest.needles import WANTED, WANTED_WITH_CHAINS, needles_for
 from cachediag.ingest.reader import read_session

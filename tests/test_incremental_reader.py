@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from cachediag.cli import main
 from cachediag.follow.files import change_of
-from cachediag.follow.session import LiveSession
+from cachediag.follow.live_session import LiveSession
 from tests.conftest import RULES
 from tests.statusline_support import T0, THREE, assistant, cache_home, run_line, write
 
@@ -160,24 +160,24 @@ def test_agent_file_failing_to_read_as_root_too(
     tmp_path: Path, cache_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """chmod 000 does not stop root (CI runs as root): the same failure, simulated."""
-    from cachediag.follow import session
+    from cachediag.follow import live_session
 
     t, agents = session_with_two_agents(tmp_path)
-    real_open = session.open_regular_fd
+    real_open = live_session.open_regular_fd
 
     def denied(path: str) -> int:
         if path.endswith("agent-a2.jsonl"):
             raise PermissionError(13, "Permission denied")
         return real_open(path)
 
-    monkeypatch.setattr(session, "open_regular_fd", denied)
+    monkeypatch.setattr(live_session, "open_regular_fd", denied)
     obj = status_json(t, T0 + 1000)
     assert obj["prompt_cache"]["requests"] == 3
     assert obj["cachediag"]["subagents"]["requests"] == 2
     assert obj["cachediag"]["unreadable_files"] == [str(agents / "agent-a2.jsonl")]
     line = run_line({"transcript_path": str(t)}, "--no-color", "--now", str(T0 + 1000))
     assert line.startswith("cache 32%") and "agents 1" in line
-    monkeypatch.setattr(session, "open_regular_fd", real_open)
+    monkeypatch.setattr(live_session, "open_regular_fd", real_open)
     os.utime(agents / "agent-a2.jsonl")  # changed: tried again
     obj = status_json(t, T0 + 1000)
     assert obj["cachediag"]["unreadable_files"] == []

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from cachediag.analysis.session import analyze_session
+from cachediag.analysis.session_analysis import analyze_session
 from cachediag.cli import main
 from cachediag.ingest.capture import read_capture
 from cachediag.ingest.discover import sessions_for_file

@@ -300,7 +300,7 @@ def test_the_status_line_prices_each_miss_in_its_own_slot(
 
     from cachediag.analysis.costs import miss_cost_usd
     from cachediag.analysis.ledger import Outcome
-    from cachediag.analysis.session import analyze_session
+    from cachediag.analysis.session_analysis import analyze_session
     from cachediag.ingest.discover import sessions_for_file
     from cachediag.ingest.reader import read_session
     from tests.statusline_support import assistant, run_line, write

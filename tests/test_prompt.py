@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from cachediag.analysis.breakdown import apportion, break_down, layout_of
 from cachediag.analysis.hygiene import FindingKind, find_findings
 from cachediag.analysis.minimums import cache_minimum
-from cachediag.analysis.session import SessionAnalysis
+from cachediag.analysis.session_analysis import SessionAnalysis
 from cachediag.cli import main
 from cachediag.ingest.capture import read_capture
 from cachediag.ingest.fingerprint import canonical_json, content_hash, fingerprint_request

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from cachediag.analysis.session import analyze_session
+from cachediag.analysis.session_analysis import analyze_session
 from cachediag.ingest.discover import sessions_for_file
 from cachediag.ingest.reader import read_session
 from cachediag.report.serialize import session_dict

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from cachediag.analysis.causes import Cause, diff_fingerprints
+from cachediag.analysis.compare import explain_request
 from cachediag.analysis.dimensions import NOT_SETTINGS, SETTINGS, SHOWN, Setting
-from cachediag.analysis.explain import explain_request
 from cachediag.analysis.ledger import Outcome, run_ledger
 from cachediag.model import Fingerprint, RequestRecord
 

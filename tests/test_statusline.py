@@ -13,7 +13,7 @@ import pytest
 
 from cachediag.analysis.costs import ModelPrices
 from cachediag.pricing.slots import DayPrices
-from cachediag.statusline import fast, install, prices, render, session, view
+from cachediag.statusline import fast, install, prices, refresh, render, view
 from tests.conftest import ROOT
 from tests.statusline_support import (
     T0,
@@ -221,7 +221,7 @@ def test_unreadable_transcript_still_shows_claude_codes_object(
     def unreadable(*args: Any, **kwargs: Any) -> None:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(session, "session_state", unreadable)
+    monkeypatch.setattr(refresh, "session_state", unreadable)
     t = tmp_path / "s1.jsonl"
     write(t, THREE)
     payload = {"transcript_path": str(t), "prompt_cache": {"hit_ratio": 0.7, "misses": 1}}

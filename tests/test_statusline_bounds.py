@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from cachediag.follow.session import LiveSession
+from cachediag.follow.live_session import LiveSession
 from cachediag.ingest.needles import MAX_LINE_BYTES
 from tests.conftest import ROOT, SPOTTER_SESSION
 from tests.statusline_support import REPORT_PEAK, THREE, cache_home, run_line, state_of, write

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from cachediag.statusline import fast, session, state
+from cachediag.statusline import fast, refresh, state
 from tests.conftest import ROOT
 from tests.statusline_support import T0, THREE, cache_home, write
 
@@ -113,7 +113,7 @@ def test_check_names_an_unreadable_transcript(
     def unreadable(*args: Any, **kwargs: Any) -> None:
         raise PermissionError(13, "Permission denied")  # chmod 0 does not stop root (CI)
 
-    monkeypatch.setattr(session, "session_state", unreadable)
+    monkeypatch.setattr(refresh, "session_state", unreadable)
     t = tmp_path / "s1.jsonl"
     write(t, THREE)
     code, out, _ = run_at({"transcript_path": str(t)}, "--check")

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from cachediag.analysis.session import analyze_session
+from cachediag.analysis.session_analysis import analyze_session
 from cachediag.ingest.discover import sessions_for_file
 from cachediag.ingest.reader import read_session
 from cachediag.pricing.slots import DayPrices
@@ -56,7 +56,7 @@ def test_replay_matches_full_analysis_at_every_step(
     source: Path, chunk: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Small reads put read boundaries inside lines on top of the growth boundaries.
-    monkeypatch.setattr("cachediag.follow.session.CHUNK_BYTES", chunk)
+    monkeypatch.setattr("cachediag.follow.live_session.CHUNK_BYTES", chunk)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setattr(prices, "day_prices", lambda model, day: DayPrices())
     live, mirror = tmp_path / "live", tmp_path / "mirror"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cachediag.analysis.ledger import LedgerEntry
-from cachediag.analysis.session import SessionAnalysis, analyze_session
+from cachediag.analysis.session_analysis import SessionAnalysis, analyze_session
 from cachediag.cli.target import find_request
 from cachediag.errors import CachediagError
 from cachediag.ingest.discover import discover

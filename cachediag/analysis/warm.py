@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cachediag.analysis.costs import PER_TOKEN, PriceFn
-from cachediag.analysis.session import SessionAnalysis
+from cachediag.analysis.session_analysis import SessionAnalysis
 from cachediag.model import TTL_SECONDS, RequestRecord
 
 LONGEST_TTL_S = max(TTL_SECONDS.values())

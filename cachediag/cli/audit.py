@@ -166,11 +166,11 @@ def audit(
       cachediag audit /shared/cachediag --by host
       cachediag audit --sql --sql-dialect spark --by cause
     """
-    from cachediag.analysis.audit import GroupBy
+    from cachediag.analysis.rollup import GroupBy
 
     grouping = one_by(by)
     if schema:
-        from cachediag.report.audit import audit_schema
+        from cachediag.report.audit_report import audit_schema
 
         click.echo(json.dumps(audit_schema(), indent=2))
         return
@@ -183,7 +183,7 @@ def audit(
 
     run: AuditRun[None]
     if as_sql or (paths and all(is_dataset(p) for p in paths)):
-        from cachediag.dataset.audit import dataset_audit, dataset_sql
+        from cachediag.dataset.dataset_audit import dataset_audit, dataset_sql
         from cachediag.pipeline_audit import AuditOptions
 
         options = AuditOptions(window.since, window.until, top, pricing_file, display)
@@ -203,15 +203,15 @@ def audit(
         run = inputs.read(window, display)
     report = audit_report(run, GroupBy(grouping), window)
     if jq_filter is not None:
-        from cachediag.report.audit import report_dict
+        from cachediag.report.audit_report import report_dict
 
         emit_json([report_dict(report)], jq_filter)
     elif as_json:
-        from cachediag.report.audit import report_json
+        from cachediag.report.audit_report import report_json
 
         click.echo(report_json(report))
     elif as_csv:
-        from cachediag.report.audit import report_csv
+        from cachediag.report.audit_report import report_csv
         from cachediag.report.console import echo
 
         echo(report_csv(report), nl=False)

@@ -11,7 +11,7 @@ from typing import IO, Any
 import click
 
 from cachediag.analysis.costs import ModelPrices
-from cachediag.analysis.session import SessionAnalysis
+from cachediag.analysis.session_analysis import SessionAnalysis
 from cachediag.cli.analyze import in_window
 from cachediag.cli.captures import capture_join, captures_option
 from cachediag.cli.common import (
@@ -119,9 +119,9 @@ def explain(
       cachediag explain session.jsonl --message-id msg_01ABC
       cachediag explain --since 1h          the last miss of the past hour's session
     """
-    from cachediag.analysis.explain import default_target, explain_request
+    from cachediag.analysis.compare import default_target, explain_request
     from cachediag.pipeline import Run, default_paths
-    from cachediag.report.explain import explanation_dict, explanation_lines
+    from cachediag.report.explain_view import explanation_dict, explanation_lines
 
     one_way(index, message_id)
     clock = time.time() if now is None else now

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from cachediag.analysis.session import StreamAnalysis
+from cachediag.analysis.session_analysis import StreamAnalysis
 from cachediag.cli.captures import capture_join, captures_option
 from cachediag.cli.common import (
     CachediagError,

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 import click
 
 from cachediag.analysis.ledger import LedgerEntry
-from cachediag.analysis.session import StreamAnalysis
+from cachediag.analysis.session_analysis import StreamAnalysis
 from cachediag.errors import CachediagError
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from cachediag.analysis.session import SessionAnalysis
+from cachediag.analysis.session_analysis import SessionAnalysis
 from cachediag.analysis.warm import LONGEST_TTL_S
 from cachediag.cli.common import emit_json, jq_option, pricing_option
 from cachediag.cli.window import zone_option, zone_or_local

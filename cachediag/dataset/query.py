@@ -24,7 +24,7 @@ from datetime import UTC
 from pathlib import Path
 from typing import Any
 
-from cachediag.analysis.audit import Audit, GroupBy, MissRow, SessionLine, SessionSpan, Totals
+from cachediag.analysis.rollup import Audit, GroupBy, MissRow, SessionLine, SessionSpan, Totals
 from cachediag.analysis.whatif import Policy, PolicyResult, WhatIf
 from cachediag.dataset import no_glob, query_error
 from cachediag.dataset.schema import PARTITIONS, POLICIES

@@ -19,7 +19,7 @@ from dataclasses import dataclass, fields
 from datetime import UTC, datetime, tzinfo
 from enum import StrEnum
 
-from cachediag.analysis.audit import GAP_BUCKETS, GroupBy, Totals
+from cachediag.analysis.rollup import GAP_BUCKETS, GroupBy, Totals
 from cachediag.analysis.whatif import Policy
 from cachediag.dataset.schema import POLICIES
 from cachediag.errors import CachediagError

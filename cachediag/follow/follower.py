@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 
 from cachediag.analysis.costs import PriceFn, entry_cost
 from cachediag.analysis.ledger import LedgerEntry
-from cachediag.analysis.session import project_name
+from cachediag.analysis.session_analysis import project_name
 from cachediag.errors import NotALogError
 from cachediag.follow.events import (
     FileRemoved,
@@ -35,7 +35,7 @@ from cachediag.follow.events import (
 )
 from cachediag.follow.files import change_of, unchanged_since
 from cachediag.follow.layout import Scope, files_below, session_of
-from cachediag.follow.session import LiveSession
+from cachediag.follow.live_session import LiveSession
 from cachediag.ingest.detect import CLAUDE_CODE, SNIFF_LINES, detect_format
 from cachediag.model import MAIN_STREAM, LineIssue, RequestRecord, StreamItem
 from cachediag.safefiles import open_regular

@@ -8,7 +8,7 @@ from datetime import UTC, tzinfo
 from rich.console import Group, RenderableType
 
 from cachediag.analysis.whatif import Policy
-from cachediag.report.audit import POLICY_LABELS, AuditReport, GroupRow
+from cachediag.report.audit_report import POLICY_LABELS, AuditReport, GroupRow
 from cachediag.report.clock import format_minute, zone_label
 from cachediag.report.layout import (
     Column,

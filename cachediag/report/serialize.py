@@ -26,7 +26,7 @@ from cachediag.jsonsafe import escape_json as escape_json  # re-exported: report
 from cachediag.jsonsafe import escape_json_utf8 as escape_json_utf8
 
 if TYPE_CHECKING:  # annotations only: the status line imports this module on its own
-    from cachediag.analysis.session import SessionAnalysis, StreamAnalysis
+    from cachediag.analysis.session_analysis import SessionAnalysis, StreamAnalysis
 
 
 JSON_API = 2

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from cachediag.analysis.costs import PriceFn, entry_cost, total_costs
 from cachediag.analysis.ledger import LedgerEntry, Outcome
-from cachediag.analysis.session import SessionAnalysis, StreamAnalysis
+from cachediag.analysis.session_analysis import SessionAnalysis, StreamAnalysis
 from cachediag.analysis.summary import PromptCache
 from cachediag.report.clock import format_clock, format_minute, local_time, zone_label
 from cachediag.report.layout import Column, compact_count, fitted_table, text_lines

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from cachediag.analysis.session import SessionAnalysis
+from cachediag.analysis.session_analysis import SessionAnalysis
 from cachediag.analysis.warm import Warmth
 from cachediag.report.clock import format_clock, zone_label
 from cachediag.report.layout import Column, compact_count, fitted_table, path_variants, text_lines

@@ -14,7 +14,7 @@ import os
 import sys
 import time
 
-from cachediag.statusline import jsonlite, render, session, view
+from cachediag.statusline import jsonlite, refresh, render, view
 from cachediag.statusline.log import describe, heard, log_failure
 
 TYPE_CHECKING = False
@@ -144,7 +144,7 @@ def build_view(
                 log_failure("transcript_path is not a file" + _missing_why(transcript))
         else:
             try:
-                out.update(session.transcript_view(transcript, now, root, deadline))
+                out.update(refresh.transcript_view(transcript, now, root, deadline))
                 out["transcript"] = "read"
             except Exception as exc:  # Claude Code's own object may still make a line
                 log_failure(f"transcript not read: {describe(exc)}")

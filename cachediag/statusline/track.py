@@ -14,7 +14,7 @@ from typing import Any
 from cachediag.analysis.ledger import Ledger, LedgerEntry, Outcome
 from cachediag.analysis.summary import build_prompt_cache
 from cachediag.follow.files import change_of, file_signature, unchanged_since
-from cachediag.follow.session import LiveSession
+from cachediag.follow.live_session import LiveSession
 from cachediag.model import RequestRecord, StreamItem, StreamKind
 from cachediag.report.serialize import prompt_cache_dict
 from cachediag.statusline import codec

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cachediag.analysis.audit import Audit, GroupBy
-from cachediag.analysis.session import SessionAnalysis, StreamAnalysis
+from cachediag.analysis.rollup import Audit, GroupBy
+from cachediag.analysis.session_analysis import SessionAnalysis, StreamAnalysis
 from cachediag.model import TTL_SECONDS
 
 PageDict = dict[str, Any]
@@ -213,7 +213,7 @@ def overview(
     as ``audit --json`` reports them."""
     from dataclasses import asdict
 
-    from cachediag.report.audit import _POLICY_LABELS, build_report, group_row
+    from cachediag.report.audit_report import _POLICY_LABELS, build_report, group_row
 
     report = build_report(audit, GroupBy.CAUSE, pricing_source, since=since, until=until)
     out: PageDict = asdict(report)

@@ -19,7 +19,7 @@ from cachediag.analysis.costs import (
     request_cost_usd,
 )
 from cachediag.analysis.ledger import LedgerEntry, Outcome
-from cachediag.analysis.session import SessionAnalysis
+from cachediag.analysis.session_analysis import SessionAnalysis
 from cachediag.analysis.totals import Rows
 from cachediag.analysis.totals import Totals as Totals  # where callers have always found it
 from cachediag.analysis.whatif import PriceFn, WhatIf, replay_priced

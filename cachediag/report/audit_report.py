@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from cachediag.analysis.audit import Audit, GroupBy, MissRow, Totals
+from cachediag.analysis.rollup import Audit, GroupBy, MissRow, Totals
 from cachediag.analysis.whatif import Policy, WhatIf
 from cachediag.report.serialize import escape_json_utf8
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import UTC, tzinfo
 from typing import Any
 
-from cachediag.analysis.explain import Explanation
+from cachediag.analysis.compare import Explanation
 from cachediag.analysis.ledger import LedgerEntry, Outcome
 from cachediag.report.clock import local_time
 from cachediag.report.serialize import SCHEMA_VERSION, request_dict

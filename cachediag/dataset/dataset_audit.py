@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cachediag.analysis.audit import GroupBy
+from cachediag.analysis.rollup import GroupBy
 from cachediag.dataset.query import run_audit
 from cachediag.dataset.sql import Dialect, Window, audit_sql
 from cachediag.errors import CachediagError
