@@ -13,7 +13,8 @@ from click.testing import CliRunner
 from pydantic import TypeAdapter
 
 from cachediag.analysis.costs import ModelPrices
-from cachediag.analysis.rollup import DATASET_ONLY, GroupBy, audit_session
+from cachediag.analysis.group_keys import DATASET_ONLY, GroupBy
+from cachediag.analysis.rollup import audit_session
 from cachediag.analysis.session_analysis import analyze_session
 from cachediag.cli import main
 from cachediag.model import MAIN_STREAM, RequestRecord, SessionLog, StreamKind

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from cachediag.analysis.rollup import gap_key
+from cachediag.analysis.group_keys import gap_key
 from cachediag.cli import main
 from tests.test_window import write_session
 

@@ -14,7 +14,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from cachediag.analysis.costs import ModelPrices
-from cachediag.analysis.rollup import Calendar, audit_session, day_of, month_of, week_of
+from cachediag.analysis.group_keys import Calendar, day_of, month_of, week_of
+from cachediag.analysis.rollup import audit_session
 from cachediag.analysis.session_analysis import analyze_session
 from cachediag.model import (
     MAIN_STREAM,

@@ -261,7 +261,8 @@ def _full_pass_misses(
 ) -> list[tuple[Any, ...]]:
     """The top misses as one pass over every file would find them (what ``audit --sql``
     prints): the answer the narrowed read must give."""
-    from cachediag.dataset.sql import Dialect, top_misses_sql
+    from cachediag.dataset.dialect import Dialect
+    from cachediag.dataset.sql import top_misses_sql
 
     con = duckdb.connect()
     try:
@@ -284,9 +285,9 @@ def test_top_misses_read_from_the_files_that_hold_them(
     miss: the same misses, in the same order, as a pass over every file, whether the
     top is shorter or longer than the misses, in a window, and with unpriced misses
     (they rank last, as cost -1)."""
-    from cachediag.analysis.rollup import GroupBy
+    from cachediag.analysis.group_keys import GroupBy
+    from cachediag.dataset.dialect import Window
     from cachediag.dataset.query import run_audit
-    from cachediag.dataset.sql import Window
 
     folders = [tmp_path / name for name in ("a", "b")]
     export([REAL], folders[0], "host=a")

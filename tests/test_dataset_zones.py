@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from cachediag.dataset.sql import zone_offsets
+from cachediag.dataset.dialect import zone_offsets
 from tests.conftest import REAL
 from tests.dataset_support import assert_same, audit_json, export, require_module, run
 

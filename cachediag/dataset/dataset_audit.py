@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cachediag.analysis.rollup import GroupBy
+from cachediag.analysis.group_keys import GroupBy
+from cachediag.dataset.dialect import Dialect, Window
 from cachediag.dataset.query import run_audit
-from cachediag.dataset.sql import Dialect, Window, audit_sql
+from cachediag.dataset.sql import audit_sql
 from cachediag.errors import CachediagError
 from cachediag.pipeline_audit import AuditOptions, AuditRun
 

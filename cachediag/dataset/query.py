@@ -24,22 +24,22 @@ from datetime import UTC
 from pathlib import Path
 from typing import Any
 
-from cachediag.analysis.rollup import Audit, GroupBy, MissRow, SessionLine, SessionSpan, Totals
+from cachediag.analysis.group_keys import GroupBy
+from cachediag.analysis.rollup import Audit, MissRow, SessionLine, SessionSpan
+from cachediag.analysis.totals import Totals
 from cachediag.analysis.whatif import Policy, PolicyResult, WhatIf
 from cachediag.dataset import no_glob, query_error
+from cachediag.dataset.dialect import Dialect, Window, zone_offsets
 from cachediag.dataset.schema import PARTITIONS, POLICIES
 from cachediag.dataset.sql import (
     FILE,
     TABLE,
     TOTALS,
     AuditQueries,
-    Dialect,
-    Window,
     audit_queries,
     candidate_files_sql,
     miss_floor_sql,
     top_misses_sql,
-    zone_offsets,
 )
 from cachediag.errors import CachediagError, InputError
 

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from cachediag.analysis.costs import PriceFn, miss_cost_usd, request_cost_usd
+from cachediag.analysis.group_keys import cause_key, day_of, gap_key, valid_or_none
 from cachediag.analysis.ledger import LedgerEntry, Outcome
-from cachediag.analysis.rollup import cause_key, day_of, gap_key, valid_or_none
 from cachediag.analysis.session_analysis import SessionAnalysis
 from cachediag.analysis.whatif import Policy, replay_rows
 from cachediag.dataset.schema import NAMES

@@ -13,16 +13,14 @@ from the few files that hold them (``by_file``), not from every file a second ti
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from datetime import UTC, datetime, tzinfo
-from enum import StrEnum
 
-from cachediag.analysis.rollup import GAP_BUCKETS, GroupBy, Totals
+from cachediag.analysis.group_keys import GAP_BUCKETS, GroupBy
+from cachediag.analysis.totals import Totals
 from cachediag.analysis.whatif import Policy
+from cachediag.dataset.dialect import Dialect, Window, group_key, quoter, zone_name
 from cachediag.dataset.schema import POLICIES
-from cachediag.errors import CachediagError
 
 TABLE = "requests"
 PARTS = "audit_parts"
@@ -39,151 +37,9 @@ FILE = "filename"
 _DOLLARS = frozenset(n for n in (*TOTALS, *WHATIF) if n.endswith("_usd"))
 
 
-class Dialect(StrEnum):
-    DUCKDB = "duckdb"
-    SPARK = "spark"
-
-
-@dataclass(slots=True, frozen=True)
-class Window:
-    since: float | None = None
-    until: float | None = None
-    zone: tzinfo = UTC
-    """Where days, weeks and months begin."""
-    offsets: tuple[tuple[float, float], ...] | None = None
-    """The zone's UTC offsets over the data (``zone_offsets``), for DuckDB running the
-    audit: local times are then made from Python's zone rules, as over the logs, so any
-    zone ``--timezone`` takes works (``posix/...``, ``localtime``) and gives the same
-    days; ``None``: the engine's own zone of that name (printed SQL)."""
-
-
-_MAX_STEPS = 1_000_000
-
-
-def zone_offsets(zone: tzinfo, start: float, end: float) -> tuple[tuple[float, float], ...]:
-    """``(from_s, offset_s)`` of each stretch of ``[start, end]`` over which ``zone``
-    keeps one UTC offset (the first stretch from ``start``): the offset is looked at
-    hour by hour (no zone has changed twice within one), each change found to the
-    second by bisection."""
-
-    def offset(at: float) -> float:
-        delta = datetime.fromtimestamp(at, zone).utcoffset()
-        return 0.0 if delta is None else delta.total_seconds()
-
-    start, end = math.floor(start), math.ceil(end)
-    step = max(3600, (end - start) // _MAX_STEPS + 1)
-    found = [(float(start), offset(start))]
-    at = start
-    while at < end:
-        nxt = min(at + step, end)
-        now = offset(nxt)
-        if now != found[-1][1]:
-            lo, hi = at, nxt  # offset(lo) is the last one, offset(hi) the new one
-            while hi - lo > 1:
-                mid = (lo + hi) // 2
-                if offset(mid) == now:
-                    hi = mid
-                else:
-                    lo = mid
-            found.append((float(hi), now))
-        at = nxt
-    return tuple(found)
-
-
-def _local_seconds(offsets: tuple[tuple[float, float], ...], at: str) -> str:
-    """SQL of ``at`` (epoch seconds) plus the UTC offset in force then."""
-    if len(offsets) == 1:
-        return f"({at} + {offsets[0][1]!r})"
-    cases = " ".join(
-        f"WHEN {at} < {start!r} THEN {off!r}"
-        for (start, _), (_, off) in zip(offsets[1:], offsets, strict=False)
-    )
-    return f"({at} + CASE {cases} ELSE {offsets[-1][1]!r} END)"
-
-
-_STRING = {Dialect.DUCKDB: "VARCHAR", Dialect.SPARK: "STRING"}
-
-
-def _quoter(d: Dialect) -> Callable[[str], str]:
-    if d is Dialect.SPARK:
-        return lambda name: f"`{name}`"
-    return lambda name: f'"{name}"'
-
-
-def zone_name(zone: tzinfo) -> str:
-    """The IANA name of ``zone`` (what SQL engines take), or a clear error."""
-    if zone is UTC or getattr(zone, "key", None) in ("UTC", "Etc/UTC"):
-        return "UTC"
-    name = getattr(zone, "key", None)
-    if isinstance(name, str) and name.startswith("posix/"):
-        name = name.removeprefix("posix/")  # the same rules, under the name engines know
-    if not isinstance(name, str) or name == "localtime":
-        raise CachediagError(
-            "this machine's time zone has no name a query engine knows: pass --timezone "
-            "with a name such as Europe/Paris or UTC"
-        )
-    return name
-
-
-_PATTERN = {GroupBy.DAY: "%Y-%m-%d", GroupBy.WEEK: "%G-W%V", GroupBy.MONTH: "%Y-%m"}
-
-
-def _calendar(by: GroupBy, d: Dialect, zone: str) -> str:
-    q = _quoter(d)
-    if d is Dialect.DUCKDB:
-        return f"strftime(timezone('{zone}', {q('at')}), '{_PATTERN[by]}')"
-    # Spark formats a timestamp in its session time zone, which ``audit_sql`` says to set.
-    local = q("at")
-    if by is GroupBy.DAY:
-        return f"date_format({local}, 'yyyy-MM-dd')"
-    if by is GroupBy.MONTH:
-        return f"date_format({local}, 'yyyy-MM')"
-    # The ISO week's year is the year of its Thursday (Spark has no pattern for it).
-    day = f"to_date({local})"
-    thursday = f"date_add({day}, 3 - ((dayofweek({day}) + 5) % 7))"
-    return (
-        f"concat(CAST(year({thursday}) AS STRING), '-W', "
-        f"lpad(CAST(weekofyear({day}) AS STRING), 2, '0'))"
-    )
-
-
-def group_key(
-    by: GroupBy,
-    d: Dialect,
-    zone: tzinfo = UTC,
-    offsets: tuple[tuple[float, float], ...] | None = None,
-) -> str:
-    """The SQL of one ``--by`` key, with the transcript audit's names for missing values
-    (``offsets``: see ``Window``)."""
-    q, s = _quoter(d), _STRING[d]
-    keys = {
-        GroupBy.SESSION: q("session_id"),
-        GroupBy.PROJECT: f"COALESCE({q('project')}, '(none)')",
-        GroupBy.MODEL: f"COALESCE({q('model')}, '(no model)')",
-        GroupBy.CAUSE: q("cause_key"),
-        GroupBy.GAP: q("gap_key"),
-        GroupBy.STREAM_KIND: q("stream_kind"),
-        GroupBy.HOST: f"CAST({q('host')} AS {s})",
-        GroupBy.USER: f"COALESCE({q('user')}, '(none)')",
-    }
-    if by in keys:
-        return keys[by]
-    if by in (GroupBy.DAY, GroupBy.WEEK, GroupBy.MONTH):
-        if offsets is not None and d is Dialect.DUCKDB:
-            local = _local_seconds(offsets, q("at_s"))
-            micros = f"CAST(round({local} * 1000000) AS BIGINT)"
-            return f"strftime(make_timestamp({micros}), '{_PATTERN[by]}')"
-        name = zone_name(zone)
-        if by is GroupBy.DAY and name == "UTC":
-            # The partition itself; its value comes back typed (a date): the key is text.
-            return f"CAST({q('day')} AS {s})"
-        return _calendar(by, d, name)
-    raise CachediagError(f"--by {by.value} is not available on a dataset")
-
-
 def _request_sums(d: Dialect) -> list[str]:
     """Each sum of ``TOTALS`` and ``WHATIF`` over requests (the pass into the parts)."""
-    q = _quoter(d)
+    q = quoter(d)
     outcome, cost = q("outcome"), q("cost_usd")
 
     def total(value: str) -> str:
@@ -216,12 +72,12 @@ def _typed(name: str, sql: str) -> str:
 
 
 def _part_sums(names: tuple[str, ...], d: Dialect) -> list[str]:
-    q = _quoter(d)
+    q = quoter(d)
     return [f"{_typed(n, f'COALESCE(SUM({q(n)}), 0)')} AS {q(n)}" for n in names]
 
 
 def _where(w: Window, d: Dialect, *more: str) -> str:
-    q = _quoter(d)
+    q = quoter(d)
     parts = list(more)
     if w.since is not None:
         parts.append(f"{q('at_s')} >= {w.since!r}")
@@ -238,7 +94,7 @@ def parts_sql(by: GroupBy, w: Window, d: Dialect, *, by_file: bool = False) -> l
     column): the parts are kept per file too, with the cost of each part's dearest miss
     (``top_miss_cost``), so that the top misses read only the files that hold one
     (``candidate_files_sql``) instead of passing over every file a second time."""
-    q = _quoter(d)
+    q = quoter(d)
     keys = [*map(q, SESSION_KEYS), q("pricing_source"), *([q(FILE)] if by_file else [])]
     key = group_key(by, d, w.zone, w.offsets)
     dearest = (
@@ -288,7 +144,7 @@ def _miss_rank(q: Callable[[str], str]) -> str:
 
 
 def _with_share(columns: list[str], d: Dialect, tail: str = "") -> str:
-    q = _quoter(d)
+    q = quoter(d)
     cost, miss, rebuild = (q(n) for n in ("cost_usd", "miss_cost_usd", "rebuild_cost_usd"))
     share = f"CASE WHEN {cost} > 0 THEN ({miss} + {rebuild}) / {cost} END AS {q('recache_share')}"
     inner = ",\n    ".join(columns)
@@ -305,24 +161,24 @@ def _gap_order(k: str) -> str:
 
 
 def groups_sql(by: GroupBy, d: Dialect) -> str:
-    k = _quoter(d)("key")
+    k = quoter(d)("key")
     if by in (GroupBy.DAY, GroupBy.WEEK, GroupBy.MONTH):
         order = k
     elif by is GroupBy.GAP:
         order = _gap_order(k)
     else:
-        order = f"{_quoter(d)('cost_usd')} DESC, {k}"
+        order = f"{quoter(d)('cost_usd')} DESC, {k}"
     sql = _with_share([k, *_part_sums(TOTALS, d)], d, f"\n  GROUP BY {k}")
     return f"{sql}\nORDER BY {order}"
 
 
 def totals_sql(d: Dialect) -> str:
-    return _with_share(["'total' AS " + _quoter(d)("key"), *_part_sums(TOTALS, d)], d)
+    return _with_share(["'total' AS " + quoter(d)("key"), *_part_sums(TOTALS, d)], d)
 
 
 def whatif_sql(d: Dialect) -> str:
     """One row per policy (each part counted once per policy through a table of them)."""
-    q = _quoter(d)
+    q = quoter(d)
     happened = Policy.AS_HAPPENED.value
     policies = [happened, *POLICIES]
     table = " UNION ALL ".join(
@@ -354,7 +210,7 @@ def top_misses_sql(
 ) -> str:
     """The ``top`` dearest misses; DuckDB, knowing their ``floor`` (``miss_floor_sql``),
     reads them from a view of the files that hold them (``source``)."""
-    q = _quoter(d)
+    q = quoter(d)
     cols = [
         q("session_id"),
         q("project"),
@@ -378,7 +234,7 @@ def top_misses_sql(
 
 
 def _sessions(d: Dialect, sums: list[str]) -> str:
-    q = _quoter(d)
+    q = quoter(d)
     keys = [q(k) for k in SESSION_KEYS]
     cols = [
         *keys,
@@ -392,14 +248,14 @@ def _sessions(d: Dialect, sums: list[str]) -> str:
 
 
 def sessions_sql(d: Dialect) -> str:
-    q = _quoter(d)
+    q = quoter(d)
     body = _sessions(d, _part_sums((*TOTALS, *WHATIF), d))
     return f"{body}\nORDER BY {q('first_at')}, {q('session_id')}"
 
 
 def session_count_sql(d: Dialect) -> str:
     """How many sessions and when (what the tables show of them without listing them)."""
-    q = _quoter(d)
+    q = quoter(d)
     return (
         f"SELECT COUNT(*) AS {q('sessions')}, MIN({q('first_at')}) AS {q('first_at')}, "
         f"MAX({q('last_at')}) AS {q('last_at')},\n"
@@ -409,7 +265,7 @@ def session_count_sql(d: Dialect) -> str:
 
 
 def unpriced_models_sql(w: Window, d: Dialect) -> str:
-    q = _quoter(d)
+    q = quoter(d)
     unpriced = f"{q('cost_usd')} IS NULL"
     return (
         f"SELECT DISTINCT COALESCE({q('model')}, '(no model)') AS {q('model')}\n"
@@ -418,7 +274,7 @@ def unpriced_models_sql(w: Window, d: Dialect) -> str:
 
 
 def pricing_sources_sql(d: Dialect) -> str:
-    q = _quoter(d)
+    q = quoter(d)
     return f"SELECT DISTINCT {q('pricing_source')} FROM {PARTS} ORDER BY 1"
 
 
