@@ -1,250 +1,35 @@
 """A request body reduced to hashes, names, counts and lengths (prompt-cache.md §4).
 
 Nothing here keeps prompt text: a fingerprint travels into reports and state files.
-``cache_control`` is markup, not content, and is stripped before hashing, because the
-conversation's breakpoint moves to the newest message on every turn.
+Each block is hashed by ``block_prints``; here the request's settings (model, tools,
+system, thinking, effort, betas, the rest of the body) are read around those prints.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
-try:  # orjson serialises the repeated conversation several times faster than json.
-    from orjson import OPT_SORT_KEYS as _SORT
-    from orjson import dumps as _odumps
-
-    def _rows(value: Any) -> Any:
-        # orjson refuses tuple subclasses; block prints (NamedTuples) are written as rows.
-        if isinstance(value, tuple):
-            return list(value)
-        raise TypeError(type(value).__name__)
-
-    def _canonical(value: Any) -> bytes:
-        return _odumps(value, option=_SORT, default=_rows)
-
-except ImportError:  # pragma: no cover - exercised only without orjson
-    import json
-
-    def _canonical(value: Any) -> bytes:
-        return json.dumps(value, sort_keys=True, ensure_ascii=False).encode()
-
-
+# BlockMemo, canonical_json, content_hash and digest stay importable from here (``as``),
+# where readers, the proxy and the tests have always found them.
+from cachediag.ingest.block_prints import BlockMemo as BlockMemo
+from cachediag.ingest.block_prints import (
+    block_type,
+    cache_control_tag,
+    message_prints,
+    stripped_raw,
+    text_chars,
+)
+from cachediag.ingest.block_prints import canonical_json as canonical_json
+from cachediag.ingest.block_prints import content_hash as content_hash
+from cachediag.ingest.block_prints import digest as digest
 from cachediag.model import BlockPrint, Fingerprint
-
-canonical_json = _canonical
-
-JsonObject = dict[str, Any]
 
 # Body fields that have a dimension of their own; the rest hash into ``extra_body``.
 _OWN_FIELDS = frozenset(
     {"model", "system", "tools", "messages", "thinking", "speed", "effort", "reasoning_effort"}
 )
 _EFFORT_KEY = "effort"
-
-
-def digest(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=8).hexdigest()
-
-
-def _strip_markup(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _strip_markup(v) for k, v in value.items() if k != "cache_control"}
-    if isinstance(value, list):
-        return [_strip_markup(v) for v in value]
-    return value
-
-
-def _stripped_raw(value: Any) -> tuple[bytes, bool]:
-    """Canonical bytes without ``cache_control``, and whether there was any to strip."""
-    raw = _canonical(value)
-    # Most blocks carry no markup: only re-serialise the few that do.
-    if b'"cache_control"' in raw:
-        return _canonical(_strip_markup(value)), True
-    return raw, False
-
-
-def content_hash(value: Any) -> str:
-    return digest(_stripped_raw(value)[0])
-
-
-def _text_chars(block: Any) -> int:
-    if isinstance(block, str):
-        return len(block)
-    if isinstance(block, dict):
-        text = block.get("text")
-        return len(text) if isinstance(text, str) else len(_canonical(_strip_markup(block)))
-    return 0
-
-
-def _cache_control_tag(block: Any) -> str:
-    cc = block.get("cache_control") if isinstance(block, dict) else None
-    if not isinstance(cc, dict):
-        return ""
-    parts = [str(cc.get("type", ""))]
-    for key in ("ttl", "scope"):
-        if cc.get(key) is not None:
-            parts.append(f"{key}={cc[key]}")
-    return ";".join(parts)
-
-
-@dataclass(slots=True)
-class BlockMemo:
-    """What one reader has already fingerprinted, block by block.
-
-    A capture resends the whole conversation on every request: a message seen before
-    (same hash, no breakpoint on it) reuses its block prints instead of hashing every
-    block again, and identical prints are stored once. Holds hashes, sizes and tool names
-    only.
-    """
-
-    messages: dict[str, tuple[BlockPrint, ...]] = field(default_factory=dict)
-    tool_names: dict[str, str] = field(default_factory=dict)
-    """``tool_use`` id -> tool name, so a ``tool_result`` can say which tool it answers."""
-    prints: dict[BlockPrint, BlockPrint] = field(default_factory=dict)
-
-    def keep(self, bp: BlockPrint) -> BlockPrint:
-        return self.prints.setdefault(bp, bp)
-
-
-_ID_KEYS = ("id", "tool_use_id")
-_MEDIA_TYPES = frozenset({"image", "image_url", "input_image", "input_file", "file"})
-
-
-def _block_type(block: Any, default: str = "text") -> str:
-    kind = block.get("type") if isinstance(block, dict) else None
-    return kind if isinstance(kind, str) else default
-
-
-def _content_size(content: Any) -> tuple[int, int]:
-    """(characters, media) of a content value: a string, a list of blocks or a block."""
-    if content is None:
-        return 0, 0
-    if isinstance(content, list):
-        chars = media = 0
-        for part in content:
-            c, m = _block_size(part)
-            chars, media = chars + c, media + m
-        return chars, media
-    return _block_size(content)
-
-
-def _block_size(block: Any) -> tuple[int, int]:
-    if isinstance(block, str):
-        return len(block), 0
-    if not isinstance(block, dict):
-        return len(_canonical(block)), 0
-    kind = block.get("type")
-    if kind in _MEDIA_TYPES:
-        return 0, 1
-    if kind == "document":
-        source = block.get("source")
-        if isinstance(source, dict) and isinstance(source.get("data"), str):
-            if source.get("type") == "text":
-                return len(source["data"]), 0
-        elif isinstance(source, dict) and source.get("type") == "content":
-            return _content_size(source.get("content"))
-        return 0, 1
-    for key in ("text", "thinking"):
-        value = block.get(key)
-        if isinstance(value, str):
-            return len(value), 0
-    if kind in ("tool_use", "server_tool_use"):
-        name = block.get("name")
-        return len(name if isinstance(name, str) else "") + len(_canonical(block.get("input"))), 0
-    if "content" in block:
-        return _content_size(block.get("content"))
-    if kind == "redacted_thinking" and isinstance(block.get("data"), str):
-        return len(block["data"]), 0
-    return len(_stripped_raw(block)[0]), 0
-
-
-def _block_print(block: Any, memo: BlockMemo) -> BlockPrint:
-    if isinstance(block, str):
-        block = {"type": "text", "text": block}
-    name: str | None = None
-    if isinstance(block, dict):
-        call_id, tool = block.get("id"), block.get("name")
-        if isinstance(tool, str):
-            name = tool
-            if isinstance(call_id, str):
-                memo.tool_names[call_id] = tool
-        answered = block.get("tool_use_id")
-        if name is None and isinstance(answered, str):
-            name = memo.tool_names.get(answered)
-        hashed = {k: v for k, v in block.items() if k not in _ID_KEYS}
-    else:
-        hashed = block
-    chars, media = _block_size(block)
-    return memo.keep(
-        BlockPrint(
-            content_hash(hashed), chars, _block_type(block), _cache_control_tag(block), media, name
-        )
-    )
-
-
-def _openai_calls(message: Mapping[str, Any], memo: BlockMemo) -> list[BlockPrint]:
-    """OpenAI Chat Completions keeps an assistant's tool calls beside its content."""
-    calls = message.get("tool_calls")
-    if not isinstance(calls, list):
-        return []
-    out = []
-    for call in calls:
-        function = call.get("function") if isinstance(call, dict) else None
-        if not isinstance(function, dict):
-            out.append(_block_print(call, memo))
-            continue
-        name, arguments = function.get("name"), function.get("arguments")
-        chars = len(name if isinstance(name, str) else "") + len(
-            arguments if isinstance(arguments, str) else _canonical(arguments)
-        )
-        hashed = {k: v for k, v in call.items() if k not in _ID_KEYS}
-        out.append(
-            memo.keep(
-                BlockPrint(
-                    content_hash(hashed),
-                    chars,
-                    "tool_use",
-                    "",
-                    0,
-                    name if isinstance(name, str) else None,
-                )
-            )
-        )
-    return out
-
-
-def _message(message: Any, memo: BlockMemo) -> tuple[str, tuple[BlockPrint, ...]]:
-    """A message's hash and its blocks' prints (reused when it was seen before)."""
-    raw, marked = _stripped_raw(message)
-    key = digest(raw)
-    if not marked:
-        known = memo.messages.get(key)
-        if known is not None:
-            return key, known
-    if not isinstance(message, dict):
-        prints: tuple[BlockPrint, ...] = (
-            memo.keep(BlockPrint(key, len(raw), _block_type(message, "message"))),
-        )
-    else:
-        content = message.get("content")
-        items: list[Any]
-        if isinstance(content, list):
-            items = content
-        elif content is None:
-            items = []
-        else:
-            items = [content]
-        found = [_block_print(item, memo) for item in items] + _openai_calls(message, memo)
-        if not found:
-            # An item with no content at all (an OpenAI Responses function call...).
-            found = [_block_print(message, memo)]
-        prints = tuple(found)
-    if not marked:
-        memo.messages[key] = prints
-    return key, prints
 
 
 def _system(
@@ -257,12 +42,12 @@ def _system(
     if not isinstance(blocks, list):
         blocks = [blocks]
     hashes = tuple(content_hash(b) for b in blocks)
-    tags = tuple(_cache_control_tag(b) for b in blocks)
+    tags = tuple(cache_control_tag(b) for b in blocks)
     prints = tuple(
-        memo.keep(BlockPrint(h, _text_chars(b), _block_type(b), tag))
+        memo.keep(BlockPrint(h, text_chars(b), block_type(b), tag))
         for h, b, tag in zip(hashes, blocks, tags, strict=True)
     )
-    return hashes, sum(_text_chars(b) for b in blocks), tags, prints
+    return hashes, sum(text_chars(b) for b in blocks), tags, prints
 
 
 def _tools(
@@ -276,7 +61,7 @@ def _tools(
     deferred = False
     for i, tool in enumerate(tools):
         if not isinstance(tool, dict):
-            raw = _stripped_raw(tool)[0]
+            raw = stripped_raw(tool)[0]
             out.append((f"#{i}", digest(raw)))
             prints.append(memo.keep(BlockPrint(out[-1][1], len(raw), "tool")))
             continue
@@ -286,17 +71,17 @@ def _tools(
             name = function.get("name")  # OpenAI's {"type": "function", "function": {...}}
         # Deferral is its own dimension (defer_loading_changed), not a new definition.
         definition = {k: v for k, v in tool.items() if k != "defer_loading"}
-        raw = _stripped_raw(definition)[0]
+        raw = stripped_raw(definition)[0]
         label = name if isinstance(name, str) else f"#{i}"
         out.append((label, digest(raw)))
-        kind = _block_type(tool, "tool")
+        kind = block_type(tool, "tool")
         prints.append(
             memo.keep(
                 BlockPrint(
                     out[-1][1],
                     len(raw),
                     "tool" if kind in ("custom", "function") else kind,
-                    _cache_control_tag(tool),
+                    cache_control_tag(tool),
                     0,
                     label,
                 )
@@ -374,7 +159,7 @@ def fingerprint_request(
     tools, deferred, tool_blocks = _tools(body, memo)
     messages = body.get("messages")
     msgs = messages if isinstance(messages, list) else []
-    hashed = [_message(m, memo) for m in msgs]
+    hashed = [message_prints(m, memo) for m in msgs]
     body_betas = body.get("betas")
     if isinstance(body_betas, list):
         betas = tuple(sorted(set(betas) | {b for b in body_betas if isinstance(b, str)}))
@@ -399,7 +184,7 @@ def fingerprint_request(
         tool_blocks=tool_blocks,
         system_blocks=system_blocks,
         message_blocks=tuple(prints for _, prints in hashed),
-        cache_control=_cache_control_tag(body),
+        cache_control=cache_control_tag(body),
     )
 
 
