@@ -2,7 +2,8 @@
 
 A session is reduced to a ``SessionAudit`` (a few small dicts) as soon as it is read, so
 that an audit of a gigabyte of transcripts holds one session's requests at a time and
-worker processes send back only these summaries.
+worker processes send back only these summaries. The keys requests are grouped under
+(days, gap buckets, causes) are made in ``group_keys``.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ The result columns are named like the fields of the JSON report (``key``, ``requ
 ``query`` module hands the same text to DuckDB over the Parquet files, with one
 difference: there the parts are also kept per file, so that the top misses are read
 from the few files that hold them (``by_file``), not from every file a second time.
+What differs by engine and zone (quoting, the SQL of a ``--by`` key) is in ``dialect``.
 """
 
 from __future__ import annotations
