@@ -19,3 +19,8 @@ class PricingError(CachediagError):
 
 class WorkerError(CachediagError):
     """A worker process died without sending its results (killed, or crashed)."""
+
+
+class UsageError(CachediagError):
+    """Options that contradict each other or a value no command can use: the command
+    line's usage error (``Usage:`` line, exit status 2) once it reaches the click group."""

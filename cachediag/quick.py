@@ -24,9 +24,15 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any
 
-from cachediag.errors import CachediagError, InputError
-from cachediag.output import Progress, echo, echo_lines, finish_reading
-from cachediag.text import sanitize
+from cachediag.console import (
+    Progress,
+    echo_lines,
+    emit_json,
+    finish_reading,
+    plain_streams,
+    run_guarded,
+)
+from cachediag.errors import InputError
 
 if TYPE_CHECKING:
     from cachediag.analysis.costs import PriceFn
@@ -274,8 +280,6 @@ def json_lines(
         if jq_filter is None:
             echo_lines(spool.lines())
         else:
-            from cachediag.cli.common import emit_json
-
             emit_json(map(json.loads, spool.lines()), jq_filter)
 
 
@@ -397,26 +401,7 @@ def main(args: list[str]) -> None:
     (having done nothing) when it is."""
     if args[:1] != ["analyze"]:
         return
-    taken = analyze_args(args[1:])
+    taken = analyze_args(args[1:]) if plain_streams() else None
     if taken is None:
         return
-    sys.exit(run_as_click(lambda: analyze(taken)))
-
-
-def run_as_click(command: Callable[[], None]) -> int:
-    """Run ``command``; the exit status, after what click's ``main`` and the command group
-    (``cli.Main``) print for an error, an interrupt or a closed pipe."""
-    try:
-        command()
-    except BrokenPipeError:
-        # The reader went away (``| head -1``): what it wanted was printed.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
-    except CachediagError as exc:
-        echo(f"Error: {sanitize(str(exc), lines=True)}", err=True)
-        return 1
-    except (EOFError, KeyboardInterrupt):
-        echo(err=True)
-        echo("Aborted!", err=True)
-        return 1
-    return 0
+    sys.exit(run_guarded(lambda: analyze(taken)))

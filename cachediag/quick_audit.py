@@ -19,7 +19,7 @@ from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from cachediag.output import echo_bytes, finish_reading
+from cachediag.console import echo_bytes, finish_reading, plain_streams, run_guarded
 from cachediag.quick import (
     Window,
     add_path,
@@ -28,7 +28,6 @@ from cachediag.quick import (
     plain_count,
     plain_float,
     resolve_window,
-    run_as_click,
     zone_or_local,
 )
 
@@ -258,6 +257,6 @@ def audit(args: QuickAudit) -> None:
 def main(args: list[str]) -> None:
     """Run ``cachediag audit ARGS`` here and exit when click is not needed for them;
     return (having done nothing) when it is."""
-    taken = audit_args(args[1:]) if args[:1] == ["audit"] else None
+    taken = audit_args(args[1:]) if args[:1] == ["audit"] and plain_streams() else None
     if taken is not None:
-        sys.exit(run_as_click(lambda: audit(taken)))
+        sys.exit(run_guarded(lambda: audit(taken)))

@@ -6,7 +6,7 @@ or a price source with ``ESC [ 31 m`` (colours), ``ESC ] 0 ;`` (the window title
 ``BEL``, a carriage return that overwrites what was printed, or bidirectional-override
 characters that show text in another order than it is. Every human-facing output
 (tables, watch lines, the status line, notes on stderr) passes such text through
-``sanitize`` (the table helpers of ``report.layout`` and ``report.console.SafeConsole``
+``sanitize`` (the table helpers of ``report.layout`` and ``console.SafeConsole``
 do it themselves); JSON output escapes the C0 and C1 controls and lone surrogates
 (``cachediag.jsonsafe``); the HTML report replaces ``BIDI_CONTROLS`` (``report.html.page``).
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from cachediag import output, quick_audit
+from cachediag import console, quick_audit
 from cachediag import quick as quick_run
 from cachediag.cli import analyze as analyze_cli
 from cachediag.ingest.discover import discover
@@ -32,7 +32,6 @@ NEVER_ON_JSON = (
     "jq",
     "cachediag.report.tables",
     "cachediag.report.audit_tables",
-    "cachediag.report.console",
     "cachediag.proxy.index",
     "cachediag.dataset.query",
 )
@@ -158,13 +157,13 @@ def test_echo_lines_writes_what_a_line_at_a_time_would(
     import click
 
     lines = [f'{{"i": {i}, "s": "\\u001b[31m ü"}}' for i in range(50)]
-    monkeypatch.setattr(output, "ECHO_BLOCK_CHARS", 100)
-    output.echo_lines(iter(lines))
+    monkeypatch.setattr(console, "ECHO_BLOCK_CHARS", 100)
+    console.echo_lines(iter(lines))
     blocked = capsys.readouterr().out
     for line in lines:
         click.echo(line)
     assert blocked == capsys.readouterr().out == "".join(f"{line}\n" for line in lines)
-    output.echo_lines([])
+    console.echo_lines([])
     assert capsys.readouterr().out == ""
 
 

@@ -46,18 +46,23 @@ class Main(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except BrokenPipeError:
-            # The reader went away (``| head -1``): what it wanted was printed. Python would
-            # complain again when it flushes stdout at exit.
-            import os
-            import sys
+        except (BrokenPipeError, CachediagError) as exc:
+            from cachediag.console import ending
 
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            ctx.exit(0)
-        except CachediagError as exc:
-            from cachediag.text import sanitize
+            end = ending(exc)
+            assert end is not None  # ``ending`` takes both
+            if end.usage:
+                raise click.UsageError(end.message or "", self._command_context(ctx)) from exc
+            if end.message is not None:
+                raise click.ClickException(end.message) from exc
+            ctx.exit(end.status)
 
-            raise click.ClickException(sanitize(str(exc), lines=True)) from exc
+    def _command_context(self, ctx: click.Context) -> click.Context | None:
+        """The context a usage error of the command that ran is shown in (its usage
+        line and help hint), as click shows one raised by the command itself."""
+        name = ctx.invoked_subcommand
+        command = None if name is None else self.get_command(ctx, name)
+        return None if command is None else click.Context(command, ctx, name)
 
 
 def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:

@@ -11,8 +11,9 @@ from typing import IO
 import click
 
 from cachediag.cli.captures import capture_join, captures_option
-from cachediag.cli.common import EPOCH, finish_reading, pricing_option
+from cachediag.cli.common import EPOCH, pricing_option
 from cachediag.cli.window import Bound, resolve_window, window_options, zone_or_local
+from cachediag.console import finish_reading
 from cachediag.quick import (
     SessionJson,
     TimeOrder,
@@ -120,8 +121,8 @@ def analyze(
     else:
         from rich.console import RenderableType
 
+        from cachediag.console import SafeConsole
         from cachediag.pricing import price_function, pricing_source
-        from cachediag.report.console import SafeConsole
         from cachediag.report.tables import SessionTotals, session_report, totals_lines
 
         price_of, source = price_function(pricing_file), pricing_source(pricing_file)

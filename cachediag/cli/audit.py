@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from cachediag.cli.captures import captures_option
-from cachediag.cli.common import emit_json, finish_reading, pricing_option
+from cachediag.cli.common import pricing_option
 from cachediag.cli.window import window_options
+from cachediag.console import emit_json, finish_reading
 from cachediag.quick_audit import BY_CHOICES, AuditInputs, audit_report, iso_bound
 
 if TYPE_CHECKING:
@@ -211,13 +212,13 @@ def audit(
 
         click.echo(report_json(report))
     elif as_csv:
+        from cachediag.console import echo_safe as echo
         from cachediag.report.audit_report import report_csv
-        from cachediag.report.console import echo
 
         echo(report_csv(report), nl=False)
     else:
+        from cachediag.console import SafeConsole
         from cachediag.report.audit_tables import audit_tables
-        from cachediag.report.console import SafeConsole
 
         if run.sessions_read == 0 or (not window.open and report.totals.requests == 0):
             # Nothing read, or nothing in the window: no report of zeros (as analyze

@@ -14,16 +14,12 @@ from cachediag.analysis.costs import ModelPrices
 from cachediag.analysis.session_analysis import SessionAnalysis
 from cachediag.cli.analyze import in_window
 from cachediag.cli.captures import capture_join, captures_option
-from cachediag.cli.common import (
-    CachediagError,
-    emit_json,
-    finish_reading,
-    jq_option,
-    report_issues,
-)
+from cachediag.cli.common import jq_option
 from cachediag.cli.stdin import piped_log
 from cachediag.cli.target import find_request, one_way, request_options
 from cachediag.cli.window import Bound, resolve_window, window_options, zone_or_local
+from cachediag.console import emit_json, finish_reading, report_issues
+from cachediag.errors import CachediagError
 from cachediag.model import MAIN_STREAM
 from cachediag.text import sanitize
 
@@ -188,7 +184,7 @@ def explain(
         return
     from rich.console import Console
 
-    from cachediag.report.console import echo
+    from cachediag.console import echo_safe as echo
     from cachediag.report.layout import wrap_parts
 
     width = Console().width

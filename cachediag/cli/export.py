@@ -9,7 +9,8 @@ from pathlib import Path
 import click
 
 from cachediag.cli.captures import capture_join, captures_option
-from cachediag.cli.common import Progress, finish_reading, pricing_option
+from cachediag.cli.common import pricing_option
+from cachediag.console import Progress, finish_reading
 
 TTL_CHOICES = ["5m", "1h"]
 

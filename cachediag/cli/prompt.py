@@ -10,15 +10,10 @@ import click
 
 from cachediag.analysis.session_analysis import StreamAnalysis
 from cachediag.cli.captures import capture_join, captures_option
-from cachediag.cli.common import (
-    CachediagError,
-    emit_json,
-    finish_reading,
-    jq_option,
-    pricing_option,
-    report_issues,
-)
+from cachediag.cli.common import jq_option, pricing_option
 from cachediag.cli.target import find_request, one_way, request_options
+from cachediag.console import emit_json, finish_reading, report_issues
+from cachediag.errors import CachediagError
 
 
 @click.command()
@@ -142,7 +137,7 @@ def prompt(
         return
     from rich.console import Console
 
-    from cachediag.report.console import SafeConsole
+    from cachediag.console import SafeConsole
     from cachediag.report.prompt import WIDTH, render_prompt
 
     console = SafeConsole(width=min(Console().width, WIDTH), highlight=False)

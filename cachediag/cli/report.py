@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import click
 
 from cachediag.cli.audit import AuditInputs, audit_inputs, iso_bound, report_run_errors
-from cachediag.cli.common import CachediagError
+from cachediag.errors import CachediagError
 
 if TYPE_CHECKING:
     from cachediag.report.html.data import PageDict

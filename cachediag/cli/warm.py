@@ -12,9 +12,9 @@ import click
 
 from cachediag.analysis.session_analysis import SessionAnalysis
 from cachediag.analysis.warm import LONGEST_TTL_S
-from cachediag.cli.common import emit_json, jq_option, pricing_option
+from cachediag.cli.common import jq_option, pricing_option
 from cachediag.cli.window import zone_option, zone_or_local
-from cachediag.output import finish_reading
+from cachediag.console import emit_json, finish_reading
 
 if TYPE_CHECKING:
     from cachediag.report.warm import WarmOut
@@ -79,7 +79,7 @@ def warm(
     elif as_json or jq_filter is not None:
         emit_json([report.model_dump(mode="json")], jq_filter)
     else:
-        from cachediag.report.console import SafeConsole
+        from cachediag.console import SafeConsole
         from cachediag.report.warm import warm_table
 
         # Session ids are file names or OTel ``session.id`` values: anything at all.
