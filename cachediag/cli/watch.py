@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from cachediag.cli.common import USD, pricing_option, report_issues
+from cachediag.cli.common import USD, pricing_option
 from cachediag.cli.window import Bound, Window, resolve_window, window_options, zone_or_local
+from cachediag.console import report_issues
 from cachediag.errors import InputError
 from cachediag.report.serialize import json_line
 
@@ -146,7 +147,7 @@ def watch(
     out.summary(follower.summaries() if window.open else windowed.summaries())
     report_issues(follower.issues)
     if unreadable:
-        from cachediag.output import raise_errors
+        from cachediag.console import raise_errors
 
         raise_errors([message for _, message in unreadable])
 
@@ -302,7 +303,7 @@ class _Output:
         self.closed = False
         self.console: Any = None
         if not as_json:
-            from cachediag.report.console import SafeConsole
+            from cachediag.console import SafeConsole
 
             self.console = SafeConsole(highlight=False)
 
