@@ -2,29 +2,25 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import signal
 import sys
 import threading
 import time
 from pathlib import Path
-from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 from cachediag.cli.common import USD, pricing_option
-from cachediag.cli.window import Bound, Window, resolve_window, window_options, zone_or_local
-from cachediag.console import report_issues
+from cachediag.cli.window import Bound, resolve_window, window_options, zone_or_local
+from cachediag.console import report_issues, silence_stdout
 from cachediag.errors import InputError
-from cachediag.report.serialize import json_line
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from datetime import tzinfo
 
     from cachediag.follow.events import Tally, WatchEvent
-    from cachediag.follow.follower import Follower
 
 
 @click.command()
@@ -90,8 +86,10 @@ def watch(
 
         click.echo(json.dumps(watch_schema(), indent=2))
         return
-    from cachediag.follow.events import RequestSeen
+    from cachediag.follow.follower import Follower
     from cachediag.follow.layout import scopes_for
+    from cachediag.follow.select import Selection, is_miss
+    from cachediag.follow.source import Interrupted, Loop, stopped_by_signals
     from cachediag.pricing import price_function
 
     display = zone_or_local(zone)
@@ -105,46 +103,37 @@ def watch(
         from cachediag.pricing import pricing_source
 
         pricing_source(pricing_file)  # a price file that cannot be used: an error now
-    alerts_only = misses_only or min_cost is not None
     stop = threading.Event()
     out = _Output(as_json, stop, display)
-    windowed = _Windowed(window)
+    selection = Selection(window, alerts_only=misses_only, min_cost=min_cost)
 
     def emit(event: WatchEvent) -> None:
-        if not windowed.keep(event):
-            return
-        if alerts_only and not _alert(event, min_cost):
-            return
-        for header in windowed.headers_for(event):
-            out.event(header)
-        out.event(event)
-        if bell and isinstance(event, RequestSeen) and event.entry.outcome.value == "miss":
+        shown = selection.shown(event)
+        for each in shown:
+            out.event(each)
+        if bell and shown and is_miss(event):
             click.echo("\a", nl=False, err=True)
 
-    follower = _announcing(
-        roots if not once else None,
+    follower = Follower(
         scopes_for(str(p) for p in roots),
         emit,
         price_function(pricing_file),
         from_start=from_start or once,
         stop=stop,
+        on_found=None if once else _announce([str(r) for r in roots]),
     )
-    from cachediag.follow.source import Interrupted, Loop
-
     loop = Loop()
-    previous = _on_signals(stop, loop)
-    try:
-        if once:
-            follower.start()
-        else:
-            from cachediag.follow.source import WatchdogSource, run
+    with stopped_by_signals(stop, loop):
+        try:
+            if once:
+                follower.start()
+            else:
+                from cachediag.follow.source import WatchdogSource, run
 
-            run(follower, WatchdogSource(), stop, loop)
-    except Interrupted:
-        pass  # a signal while waiting: the summary follows
-    finally:
-        _restore(previous)
-    out.summary(follower.summaries() if window.open else windowed.summaries())
+                run(follower, WatchdogSource(), stop, loop)
+        except Interrupted:
+            pass  # a signal while waiting: the summary follows
+    out.summary(selection.summaries(follower.summaries()))
     report_issues(follower.issues)
     if unreadable:
         from cachediag.console import raise_errors
@@ -186,126 +175,29 @@ def _unreadable(roots: list[Path]) -> list[tuple[str, str]]:
     return found
 
 
-def _announcing(roots: list[Path] | None, *args: Any, **kwargs: Any) -> Follower:
-    """A follower that says on stderr, once the existing files are found, what it follows
-    under ``roots`` and how to stop: a silent terminal looks like a hung one. ``None``
-    (--once): a plain follower."""
-    from cachediag.follow.follower import Follower
+def _announce(roots: list[str]) -> Callable[[int], None]:
+    """What a live watch says on stderr once the existing files are found, before it
+    reads them."""
+    from cachediag.report.watch_view import start_line
 
-    if roots is None:
-        return Follower(*args, **kwargs)
-    named = roots
+    def found(sessions: int) -> None:
+        click.echo(start_line(roots, sessions), err=True)
 
-    class Announcing(Follower):
-        def start(self) -> None:
-            super().start()
-            where = ", ".join(str(r) for r in named[:3])
-            more = f" and {len(named) - 3} more" if len(named) > 3 else ""
-            n = len(self.sessions)
-            click.echo(
-                f"cachediag: watching {n} session{'s' if n != 1 else ''} under {where}{more} "
-                "for new requests; Ctrl-C stops with a summary",
-                err=True,
-            )
-
-    return Announcing(*args, **kwargs)
-
-
-class _Windowed:
-    """Events inside ``--since``/``--until``; a session's header only once it has one,
-    and the tallies of what was shown."""
-
-    def __init__(self, window: Window) -> None:
-        self.window = window
-        self._headers: dict[str, WatchEvent] = {}
-        self._shown: set[str] = set()
-        self._tallies: dict[str, Tally] = {}
-
-    def keep(self, event: WatchEvent) -> bool:
-        from cachediag.follow.events import RebuildSeen, RequestSeen, SessionSeen, Tally
-
-        if self.window.open:
-            return True
-        key = event.session.transcript
-        if isinstance(event, SessionSeen):
-            if key not in self._shown:
-                self._headers[key] = event
-            return False
-        if isinstance(event, RequestSeen):
-            at = event.entry.record.at
-        elif isinstance(event, RebuildSeen):
-            at = event.event.at
-        else:
-            at = event.at
-        if not self.window.holds(at):
-            return False
-        tally = self._tallies.get(key)
-        if tally is None:
-            tally = self._tallies[key] = Tally(event.session)
-        if isinstance(event, RequestSeen):
-            tally.add(event)
-        elif isinstance(event, RebuildSeen):
-            tally.compactions += 1
-        return True
-
-    def headers_for(self, event: WatchEvent) -> list[WatchEvent]:
-        key = event.session.transcript
-        self._shown.add(key)
-        header = self._headers.pop(key, None)
-        return [] if header is None else [header]
-
-    def summaries(self) -> list[Tally]:
-        return [t for t in self._tallies.values() if t.requests]
-
-
-def _alert(event: Any, min_cost: float | None) -> bool:
-    from cachediag.follow.events import RequestSeen
-
-    if not isinstance(event, RequestSeen) or event.entry.outcome.value != "miss":
-        return False
-    cost = event.cost.miss_cost_usd
-    # A miss of unknown price is shown: it may well be an expensive one.
-    return min_cost is None or cost is None or cost >= min_cost
-
-
-def _on_signals(stop: threading.Event, loop: Any) -> dict[int, Any]:
-    """Ctrl-C, SIGTERM and SIGHUP (the terminal closed) end the loop cleanly (summary,
-    exit 0) instead of killing it; a loop that is only waiting is woken at once."""
-    from cachediag.follow.source import Interrupted
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-        if loop.idle:
-            raise Interrupted
-
-    previous: dict[int, Any] = {}
-    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
-        sig = getattr(signal, name, None)
-        # Not possible outside the main thread (a test running the command in a thread).
-        if sig is not None:
-            with contextlib.suppress(ValueError):
-                previous[sig] = signal.signal(sig, handler)
-    return previous
-
-
-def _restore(previous: dict[int, Any]) -> None:
-    for sig, handler in previous.items():
-        signal.signal(sig, handler)
+    return found
 
 
 class _Output:
-    """Events to stdout, flushed one by one; a closed pipe (``| head``) ends the watch."""
+    """Events to stdout, flushed one by one: JSON Lines, or lines for people
+    (``report.watch_view``); a closed pipe (``| head``) ends the watch."""
 
     def __init__(self, as_json: bool, stop: threading.Event, zone: tzinfo) -> None:
-        self.as_json = as_json
-        self.zone = zone
         self.stop = stop
         self.closed = False
-        self.console: Any = None
-        if not as_json:
-            from cachediag.console import SafeConsole
+        self.people = None
+        if not as_json:  # rich is loaded only for people
+            from cachediag.report.watch_view import PeopleOutput
 
-            self.console = SafeConsole(highlight=False)
+            self.people = PeopleOutput(zone, self._close)
 
     def _write(self, text: str) -> None:
         if self.closed:
@@ -317,41 +209,28 @@ class _Output:
             self._close()
 
     def _close(self) -> None:
-        import os
-
         self.closed = True
         self.stop.set()
-        # Python would complain again when it flushes stdout at exit.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        silence_stdout()
 
-    def event(self, event: Any) -> None:
-        if self.as_json:
-            from cachediag.report.watch import event_dict
-
-            self._write(json_line(event_dict(event)))
+    def event(self, event: WatchEvent) -> None:
+        if self.people is not None:
+            self.people.event(event)
             return
-        from cachediag.report.watch_view import event_line
+        from cachediag.report.serialize import json_line
+        from cachediag.report.watch import event_dict
 
-        try:
-            line = event_line(event, zone=self.zone, width=self.console.width)
-            self.console.print(line, soft_wrap=True)
-        except OSError:  # a closed pipe (| head) or a terminal gone (SIGHUP)
-            self._close()
+        self._write(json_line(event_dict(event)))
 
-    def summary(self, tallies: list[Any]) -> None:
-        if self.as_json:
-            from cachediag.report.watch import summary_dict
-
-            now = time.time()
-            for tally in tallies:
-                self._write(json_line(summary_dict(tally, now)))
-            return
-        from cachediag.report.watch_view import print_summary
-
+    def summary(self, tallies: list[Tally]) -> None:
         if self.closed:
             return
-        try:
-            print_summary(self.console, tallies)
-        except OSError:  # a closed pipe (| head) or a terminal gone (SIGHUP)
-            self._close()
+        if self.people is not None:
+            self.people.summary(tallies)
+            return
+        from cachediag.report.serialize import json_line
+        from cachediag.report.watch import summary_dict
+
+        now = time.time()
+        for tally in tallies:
+            self._write(json_line(summary_dict(tally, now)))

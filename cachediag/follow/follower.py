@@ -84,6 +84,7 @@ class Follower:
         from_start: bool = False,
         clock: Callable[[], float] = time.time,
         stop: threading.Event | None = None,
+        on_found: Callable[[int], None] | None = None,
     ) -> None:
         self.scopes = scopes
         self.emit = emit
@@ -92,6 +93,9 @@ class Follower:
         self.clock = clock
         self.stop = stop
         """Checked between sessions of a long first read (``--once`` on a large tree)."""
+        self.on_found = on_found
+        """Told how many sessions were found, before any is read: a live watch says what
+        it follows at once, where reading a large history first would leave it silent."""
         self.sessions: dict[str, Tracked] = {}
         self.tallies: dict[str, Tally] = {}
         self.issues: list[LineIssue] = []
@@ -127,6 +131,8 @@ class Follower:
             owner = self._attach(path)
             if owner is not None and (self.from_start or st.st_mtime >= recent):
                 warm.add(owner)
+        if self.on_found is not None:
+            self.on_found(len(self.sessions))
         for main in sorted(warm):
             if self.stop is not None and self.stop.is_set():
                 return
@@ -169,6 +175,7 @@ class Follower:
                     continue
                 tracked = self.sessions[main]
                 if is_new and candidate == main and not tracked.shown:
+                    self._name_from_head(tracked)
                     self._show(tracked, new=True)
                 touched[main] = tracked
         for main in sorted(touched):
@@ -258,19 +265,24 @@ class Follower:
                 except OSError:
                     continue
 
+    def _name_from_head(self, tracked: Tracked) -> None:
+        """A new session is announced before its lines are read: its project is named,
+        as everywhere else, by the path its first lines give as their ``cwd``."""
+        for raw in _head(tracked.ref.transcript) or []:
+            cwd = _cwd_of(raw)
+            if cwd is not None:
+                tracked.ref = replace(tracked.ref, project=project_name(cwd, tracked.ref.project))
+                return
+
     def _is_log(self, path: str) -> bool:
         """False for a file that is not a Claude Code transcript (noted once, then left)."""
         if path in self._logs:
             return True
         if path in self._ignored:
             return False
-        try:
-            with open_regular(path) as fp:
-                head = fp.read(SNIFF_BYTES)
-        except OSError:
+        complete = _head(path)
+        if complete is None:
             return False
-        lines = head.splitlines(keepends=True)
-        complete = [raw for raw in lines if raw.endswith(b"\n")][:SNIFF_LINES]
         if not any(raw.strip() for raw in complete):
             return True  # nothing to judge yet; the reader waits for whole lines anyway
         try:
@@ -294,6 +306,9 @@ class Follower:
         named = project_name(live.log.cwd, tracked.ref.project)
         if named != tracked.ref.project:  # the transcript names its path: events say it
             tracked.ref = replace(tracked.ref, project=named)
+            tally = self.tallies.get(tracked.ref.transcript)
+            if tally is not None:  # and so does its summary
+                tally.session = tracked.ref
         key = item_key(item)
         first_time = key not in tracked.known
         tracked.known.add(key)
@@ -336,3 +351,27 @@ class Follower:
     def summaries(self) -> list[Tally]:
         """One tally per session that showed activity, in the order they did."""
         return list(self.tallies.values())
+
+
+def _head(path: str) -> list[bytes] | None:
+    """The first complete lines of ``path`` (as many as format detection looks at, within
+    ``SNIFF_BYTES``), or ``None`` when it cannot be read."""
+    try:
+        with open_regular(path) as fp:
+            head = fp.read(SNIFF_BYTES)
+    except OSError:
+        return None
+    lines = head.splitlines(keepends=True)
+    return [raw for raw in lines if raw.endswith(b"\n")][:SNIFF_LINES]
+
+
+def _cwd_of(raw: bytes) -> str | None:
+    """The line's ``cwd`` when it is a JSON object naming one (as the reader takes it)."""
+    import orjson
+
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    cwd = obj.get("cwd") if isinstance(obj, dict) else None
+    return cwd if isinstance(cwd, str) and cwd else None

@@ -8,12 +8,16 @@ watcher for a mock). watchdog is imported only when a ``WatchdogSource`` opens.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import signal
 import sys
 import threading
 import time
 import warnings
+from collections.abc import Iterator
+from types import FrameType
 from typing import Any, Protocol
 
 from cachediag.follow.follower import Follower
@@ -44,6 +48,34 @@ class Loop:
     interrupting it loses nothing)."""
 
     idle = False
+
+
+STOPPING_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
+
+
+@contextlib.contextmanager
+def stopped_by_signals(stop: threading.Event, loop: Loop) -> Iterator[None]:
+    """Ctrl-C, SIGTERM and SIGHUP (the terminal closed) set ``stop`` instead of killing
+    the process, so the watch ends cleanly (summary, exit 0); a loop that is only waiting
+    is woken at once (``Interrupted``). The previous handlers are put back after."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+        if loop.idle:
+            raise Interrupted
+
+    previous: dict[int, Any] = {}
+    for name in STOPPING_SIGNALS:
+        sig = getattr(signal, name, None)
+        # Not possible outside the main thread (a test running the command in a thread).
+        if sig is not None:
+            with contextlib.suppress(ValueError):
+                previous[sig] = signal.signal(sig, handler)
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def run(

@@ -8,6 +8,7 @@ event's details continue on a line of their own rather than past the edge.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, tzinfo
 
 from rich.console import Console
@@ -170,3 +171,39 @@ def print_summary(console: Console, tallies: list[Tally]) -> None:
     console.print(Text("Watched sessions", style="bold"))
     for t in tallies:
         console.print(summary_line(t, console.width), soft_wrap=True)
+
+
+def start_line(roots: list[str], sessions: int) -> str:
+    """What a live watch says on stderr before it reads: a silent terminal looks hung."""
+    where = ", ".join(roots[:3])
+    more = f" and {len(roots) - 3} more" if len(roots) > 3 else ""
+    plural = "s" if sessions != 1 else ""
+    return (
+        f"cachediag: watching {sessions} session{plural} under {where}{more} "
+        "for new requests; Ctrl-C stops with a summary"
+    )
+
+
+class PeopleOutput:
+    """Events as lines for people on stdout, fitted to the terminal's width; a closed
+    pipe (``| head``) or a terminal gone (SIGHUP) calls ``closed`` and ends the output."""
+
+    def __init__(self, zone: tzinfo, closed: Callable[[], None]) -> None:
+        from cachediag.console import SafeConsole
+
+        self.zone = zone
+        self.closed = closed
+        self.console = SafeConsole(highlight=False)
+
+    def event(self, event: WatchEvent) -> None:
+        try:
+            line = event_line(event, zone=self.zone, width=self.console.width)
+            self.console.print(line, soft_wrap=True)
+        except OSError:
+            self.closed()
+
+    def summary(self, tallies: list[Tally]) -> None:
+        try:
+            print_summary(self.console, tallies)
+        except OSError:
+            self.closed()
