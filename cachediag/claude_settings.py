@@ -6,10 +6,10 @@ One place for the rules:
   refused without blocking); anything else is left alone with a clear error.
 - Its numbers are kept as written: each is read as its text (``JsonNumber``) and written
   back verbatim, so ``1.0e400`` never becomes ``Infinity`` nor ``0.10`` ``0.1``.
-- A backup of the bytes read is kept beside it (``settings.json.bak``, which often holds
-  an API key): created exclusively at 0600 from the start, then renamed over the old
-  backup, so whatever was there (a symlink, a hard link to another file) is replaced,
-  never written through.
+- Every change first keeps a backup of the bytes read beside it, a new file named by the
+  time (``settings.json.20261202T042700Z.bak``; it often holds an API key): 0600 from its
+  first byte and linked to its name only if nothing has that name, so no earlier backup
+  is ever overwritten, nor a planted link written through.
 - The new content goes to a temporary file created the same way, synced, and renamed over
   the old one (a crash cannot leave half a settings file); the file keeps its mode and
   owner, and a settings.json that is a symlink (a dotfiles checkout) stays one: the file
@@ -26,13 +26,14 @@ import math
 import os
 import stat
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cachediag.errors import CachediagError
-from cachediag.safefiles import make_dirs, open_regular
+from cachediag.safefiles import NOFOLLOW, make_dirs, open_regular
 
 Settings = dict[str, Any]
 
@@ -119,7 +120,7 @@ def _dump(value: Any, out: list[str], newline: str) -> None:
         raise TypeError(f"a value of type {type(value).__name__}")
 
 
-def _read(path: Path) -> tuple[bytes | None, os.stat_result | None]:
+def read_raw(path: Path) -> tuple[bytes | None, os.stat_result | None]:
     """The file's bytes and status (``None`` when there is none), read once."""
     try:
         fp = open_regular(str(path))  # follows a symlinked settings.json; never a FIFO
@@ -134,11 +135,11 @@ def _read(path: Path) -> tuple[bytes | None, os.stat_result | None]:
 
 
 def read_settings(path: Path) -> Settings:
-    raw, _ = _read(path)
-    return {} if raw is None else parse_settings(_text(raw, path), path)
+    raw, _ = read_raw(path)
+    return {} if raw is None else parse_settings(decode(raw, path), path)
 
 
-def _text(raw: bytes, path: Path) -> str:
+def decode(raw: bytes, path: Path) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -148,18 +149,29 @@ def _text(raw: bytes, path: Path) -> str:
 def edit_settings(path: Path, change: Callable[[Settings], Settings | None]) -> Edited:
     """Apply ``change`` (which returns the new settings, or ``None`` for "nothing to do";
     it raises ``CachediagError`` to refuse) and write the result safely."""
-    raw, info = _read(path)
-    text = "" if raw is None else _text(raw, path)
+    raw, info = read_raw(path)
+    text = "" if raw is None else decode(raw, path)
     current = parse_settings(text, path)
     updated = change(parse_settings(text, path))  # a copy of its own to change
     if updated is None or updated == current:
         return Edited(path, changed=False, backup=None)
+    return write_bytes(path, raw, info, encode(updated, path))
+
+
+def encode(updated: Settings, path: Path) -> bytes:
     try:
-        new = dump_settings(updated).encode("utf-8")
+        return dump_settings(updated).encode("utf-8")
     except (ValueError, TypeError, RecursionError) as exc:
         raise CachediagError(
             f"{path}: the new settings cannot be written ({exc}); not changed"
         ) from exc
+
+
+def write_bytes(
+    path: Path, raw: bytes | None, info: os.stat_result | None, new: bytes | None
+) -> Edited:
+    """Back up ``raw`` (a new file named by the time), then replace the file with ``new``
+    (``None``: remove it, for a file cachediag itself created)."""
     target = path.resolve() if path.is_symlink() else path
     mode, owner = 0o600, None
     if info is not None:
@@ -167,10 +179,12 @@ def edit_settings(path: Path, change: Callable[[Settings], Settings | None]) -> 
     backup = None
     try:
         if raw is not None:
-            backup = path.with_name(path.name + ".bak")
-            _replace(backup, raw, 0o600, owner)
+            backup = _keep_backup(path, raw, owner)
         make_dirs(str(target.parent))
-        _replace(target, new, mode, owner)
+        if new is None:
+            os.unlink(target)
+        else:
+            replace_file(target, new, mode, owner)
     except OSError as exc:
         where = exc.filename or target
         raise CachediagError(
@@ -179,7 +193,69 @@ def edit_settings(path: Path, change: Callable[[Settings], Settings | None]) -> 
     return Edited(path, changed=True, backup=backup)
 
 
-def _replace(dest: Path, data: bytes, mode: int, owner: tuple[int, int] | None) -> None:
+def _keep_backup(path: Path, raw: bytes, owner: tuple[int, int] | None) -> Path:
+    """A new backup ``settings.json.YYYYMMDDTHHMMSSZ.bak`` (``-2``, ``-3``... within one
+    second): written to a private temporary file, then hard-linked to its name, which
+    fails rather than replace anything already there (O_EXCL where links are refused)."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    names = (f"{path.name}.{stamp}{'' if n == 1 else f'-{n}'}.bak" for n in range(1, 10_000))
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        try:
+            os.fchmod(fd, 0o600)
+            _give_back(fd, owner)
+            _write_all(fd, raw, path)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        for name in names:
+            dest = path.with_name(name)
+            try:
+                os.link(tmp, dest, follow_symlinks=False)
+                return dest
+            except FileExistsError:
+                continue
+            except OSError as exc:  # no hard links here (some network file systems)
+                if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EXDEV, errno.EMLINK):
+                    raise
+                return _exclusive_copy(dest, raw)
+        raise OSError(errno.EEXIST, "too many backups this second", str(path))
+    finally:
+        try:  # noqa: SIM105 - the original error is the one to report
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def _exclusive_copy(dest: Path, raw: bytes) -> Path:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    for n in range(2, 10_000):
+        try:
+            fd = os.open(dest, flags, 0o600)
+            break
+        except FileExistsError:
+            dest = dest.with_name(f"{dest.name.removesuffix('.bak')}-{n}.bak")
+    else:
+        raise OSError(errno.EEXIST, "too many backups this second", str(dest))
+    try:
+        os.fchmod(fd, 0o600)
+        _write_all(fd, raw, dest)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return dest
+
+
+def _write_all(fd: int, data: bytes, dest: Path) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        if written <= 0:
+            raise OSError(errno.ENOSPC, "short write", str(dest))
+        view = view[written:]
+
+
+def replace_file(dest: Path, data: bytes, mode: int, owner: tuple[int, int] | None) -> None:
     """``dest`` becomes a new file holding ``data``, with ``mode`` from its creation on
     (``mkstemp``: ``O_EXCL``, 0600, no link followed), renamed over whatever was there."""
     fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
@@ -187,12 +263,7 @@ def _replace(dest: Path, data: bytes, mode: int, owner: tuple[int, int] | None) 
         try:
             os.fchmod(fd, mode)  # the umask must neither narrow nor widen it
             _give_back(fd, owner)
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                if written <= 0:
-                    raise OSError(errno.ENOSPC, "short write", str(dest))
-                view = view[written:]
+            _write_all(fd, data, dest)
             os.fsync(fd)
         finally:
             os.close(fd)

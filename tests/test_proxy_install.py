@@ -113,7 +113,7 @@ def test_settings_numbers_survive_an_install(tmp_path: Path) -> None:
     text = path.read_text()
     assert '"cleanupPeriodDays": 1.0e400,' in text and '"x": 0.10,' in text
     assert '"n": 12345678901234567890123,' in text and "Infinity" not in text
-    backup = tmp_path / "settings.json.bak"
+    (backup,) = tmp_path.glob("settings.json.*.bak")
     assert (
         backup.read_text()
         == '{"cleanupPeriodDays": 1.0e400, "x": 0.10, "n": 12345678901234567890123}'

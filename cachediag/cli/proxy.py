@@ -1,4 +1,5 @@
-"""``cachediag proxy``: the capture proxy in the foreground, and ``proxy install``."""
+"""``cachediag proxy``: the capture proxy in the foreground, ``proxy install`` and
+``proxy uninstall``."""
 
 from __future__ import annotations
 
@@ -162,11 +163,12 @@ def proxy(
 )
 @click.option("--force", is_flag=True, help="Replace another ANTHROPIC_BASE_URL already set.")
 def install(settings: Path | None, listen: str, allow_remote: bool, force: bool) -> None:
-    """Point Claude Code at the proxy: env.ANTHROPIC_BASE_URL in settings.json (keeps a .bak).
+    """Point Claude Code at the proxy: env.ANTHROPIC_BASE_URL in settings.json.
 
     Claude Code reads it when a session starts: start the proxy first, or its requests
-    fail to connect. To stop using the proxy, remove the entry (or restore the .bak, a
-    0600 copy of the file as it was). Needs no proxy extra.
+    fail to connect. Every change keeps a backup, a new 0600 file named by the time
+    (settings.json.YYYYMMDDTHHMMSSZ.bak), none ever overwritten. To stop using the proxy:
+    cachediag proxy uninstall. Needs no proxy extra.
     """
     from cachediag.claude_settings import settings_path
     from cachediag.proxy.install import base_url, install_base_url
@@ -179,3 +181,23 @@ def install(settings: Path | None, listen: str, allow_remote: bool, force: bool)
         return
     backup = f" (backup: {done.backup})" if done.backup else ""
     click.echo(f"{path}: env.ANTHROPIC_BASE_URL set to {url}{backup}")
+
+
+@proxy.command()
+@click.option(
+    "--settings",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="settings.json to change (default: $CLAUDE_CONFIG_DIR or ~/.claude).",
+)
+def uninstall(settings: Path | None) -> None:
+    """Stop pointing Claude Code at the proxy: env.ANTHROPIC_BASE_URL as it was before
+    cachediag's install (removed if there was none; a backup kept).
+
+    When nothing else changed since, settings.json is put back byte for byte. A URL set
+    by someone else since the install is left alone (exit 1).
+    """
+    from cachediag.claude_settings import settings_path
+    from cachediag.proxy.install import uninstall_base_url
+
+    path = settings_path(settings)
+    click.echo(uninstall_base_url(path).line("env.ANTHROPIC_BASE_URL"))

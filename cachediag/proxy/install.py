@@ -1,7 +1,8 @@
 """``ANTHROPIC_BASE_URL`` in Claude Code's settings.json, so every session goes through
-the proxy. The rules of any settings change (backup, atomic, numbers, mode and links kept)
-live in ``claude_settings``; here only what to write, and when to refuse. Standard library
-only: ``proxy install`` works without the proxy extra."""
+the proxy, and ``uninstall`` putting back what was there. The rules of any settings change
+(backup, atomic, numbers, mode and links kept) live in ``claude_settings``, the memory of
+the earlier value in ``settings_undo``; here only what to write, and when to refuse.
+Standard library only: ``proxy install`` works without the proxy extra."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from cachediag.claude_settings import Edited, Settings, edit_settings
+from cachediag.claude_settings import Edited
 from cachediag.errors import CachediagError
+from cachediag.settings_undo import MISSING, Undone, install_key, uninstall_key
 
 ENV_KEY = "ANTHROPIC_BASE_URL"
 _HOSTNAME = re.compile(
@@ -96,20 +98,23 @@ def _is_ours(value: object) -> bool:
     )
 
 
+KEY = ("env", ENV_KEY)
+
+
 def install_base_url(settings: Path, url: str, *, force: bool = False) -> Edited:
-    def change(obj: Settings) -> Settings | None:
-        env = obj.get("env")
-        if env is not None and not isinstance(env, dict):
-            raise CachediagError(f"{settings}: its 'env' is not a JSON object; not changed")
-        current = (env or {}).get(ENV_KEY)
+    def compute(current: object) -> object:
         if current == url:
             return None
-        if current is not None and not _is_ours(current) and not force:
+        if current is not MISSING and not _is_ours(current) and not force:
             raise CachediagError(
                 f"{settings} already sets env.{ENV_KEY} to another URL; pass --force to "
-                "replace it (a backup is kept)"
+                "replace it (uninstall puts it back)"
             )
-        obj["env"] = {**(env or {}), ENV_KEY: url}
-        return obj
+        return url
 
-    return edit_settings(settings, change)
+    return install_key(settings, KEY, compute, _is_ours)
+
+
+def uninstall_base_url(settings: Path) -> Undone:
+    """The ``ANTHROPIC_BASE_URL`` the user had before cachediag back, or none."""
+    return uninstall_key(settings, KEY, _is_ours)

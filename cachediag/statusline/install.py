@@ -1,8 +1,9 @@
 """Writing the ``statusLine`` entry into Claude Code's settings.json, safely.
 
 Idempotent, keeps a backup of the file it changes, and never replaces somebody else's
-status line unless told to. How the file is written (atomically, keeping its mode, owner
-and symlink, with a backup) is ``cachediag.claude_settings``, shared by every install.
+status line unless told to; ``uninstall`` puts back the one the user had. How the file is
+written (atomically, keeping its mode, owner and symlink, with a backup named by the
+time) is ``cachediag.claude_settings``; what was there before, ``cachediag.settings_undo``.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cachediag.claude_settings import Settings, edit_settings
 from cachediag.errors import CachediagError
 from cachediag.safefiles import make_dirs, open_regular, write_atomic
+from cachediag.settings_undo import MISSING, Undone, install_key, uninstall_key
 
 SCRIPTS = {
     "jq": "prompt-cache.sh",
@@ -25,6 +26,7 @@ SCRIPTS = {
 """``--script`` names -> the ready-made scripts (shipped in the package; the repository's
 ``statusline/`` links to them)."""
 SCRIPTS_DIR = Path(__file__).resolve().parent / "scripts"
+KEY = ("statusLine",)
 
 
 @dataclass(slots=True, frozen=True)
@@ -117,17 +119,20 @@ def _is_ours(entry: Any) -> bool:
 def install(settings: Path, command: str, *, force: bool = False) -> Installed:
     entry = {"type": "command", "command": command, "padding": 0}
 
-    def change(obj: Settings) -> Settings | None:
-        current = obj.get("statusLine")
+    def compute(current: Any) -> Any:
         if isinstance(current, dict) and current.get("command") == command:
             return None
-        if current is not None and not _is_ours(current) and not force:
+        if current is not MISSING and not _is_ours(current) and not force:
             raise CachediagError(
                 f"{settings} already has a different statusLine; pass --force to replace it "
-                "(a backup is kept)"
+                "(uninstall puts it back)"
             )
-        obj["statusLine"] = {**(current if isinstance(current, dict) else {}), **entry}
-        return obj
+        return {**(current if isinstance(current, dict) else {}), **entry}
 
-    done = edit_settings(settings, change)
+    done = install_key(settings, KEY, compute, _is_ours)
     return Installed(settings, command, changed=done.changed, backup=done.backup)
+
+
+def uninstall(settings: Path) -> Undone:
+    """The statusLine the user had before cachediag back, or none if there was none."""
+    return uninstall_key(settings, KEY, _is_ours)
