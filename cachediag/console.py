@@ -201,6 +201,35 @@ class Progress:
             self._bar.stop()
 
 
+@contextlib.contextmanager
+def progress_bar(enabled: bool) -> Iterator[tuple[Any, Any]]:
+    """A progress bar on stderr; callbacks that do nothing when it is off."""
+    if not enabled:
+        yield (lambda n: None), (lambda: None)
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    # No refresh thread: sessions are read in forked processes, and a fork must not
+    # copy a thread's locks mid-use; the bar is redrawn on each session instead.
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+        auto_refresh=False,
+    ) as bar:
+        task = bar.add_task("sessions", total=None)
+
+        def advance() -> None:
+            bar.advance(task)
+            bar.refresh()
+
+        yield (lambda n: bar.update(task, total=n, refresh=True)), advance
+
+
 def emit_json(objects: Iterable[Any], jq_filter: str | None) -> None:
     """Print one JSON document per line, or what ``jq_filter`` makes of each."""
     from cachediag.report.serialize import json_line  # C1 controls escaped, as all JSON

@@ -1,175 +1,30 @@
-"""``cachediag audit --json PATH...`` without click (as ``quick`` runs ``analyze``), and
-the audit's inputs, window and report, which ``cli.audit`` and ``cli.report`` share.
+"""``cachediag audit --json PATH...`` without click (as ``quick`` runs ``analyze``):
+argument recognition and dispatch.
 
-The quick path takes paths, ``--json``, ``--by`` (any grouping a transcript has),
-``--top``, ``--now``, ``--jobs``, ``--no-captures`` and ``--progress``/``--no-progress``
-(captures are joined from the proxy's default folder, as ``analyze`` joins them);
-anything else, and
-paths that are all datasets (``cachediag export``), goes to click.
+The quick path takes paths and the options of ``commands.options.AUDIT``: ``--json``,
+``--by`` (any grouping a transcript has), ``--top``, ``--now``, ``--jobs``,
+``--no-captures`` and ``--progress``/``--no-progress`` (captures are joined from the
+proxy's default folder, as ``analyze`` joins them); anything else, and paths that are
+all datasets (``cachediag export``), goes to click. The run is ``commands.audit``'s.
 """
 
 from __future__ import annotations
 
 import sys
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, tzinfo
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
-from cachediag.console import echo_bytes, finish_reading, plain_streams, run_guarded
-from cachediag.quick import (
-    Window,
-    add_path,
-    capture_join,
-    paths_click_takes,
-    plain_count,
-    plain_float,
-    resolve_window,
-    zone_or_local,
-)
+from cachediag.commands.options import AUDIT, BY, BY_CHOICES, BY_DEFAULT, FLAG, TOP_DEFAULT, by_flag
+from cachediag.console import plain_streams, run_guarded
+from cachediag.quick import add_path, paths_click_takes, read_value
 
 if TYPE_CHECKING:
-    from cachediag.analysis.rollup import GroupBy
-    from cachediag.analysis.session_analysis import SessionAnalysis
-    from cachediag.cli.window import Bound
     from cachediag.pipeline_audit import AuditRun
-    from cachediag.report.audit_report import AuditReport
-
-T = TypeVar("T")
-
-BY_CHOICES = [
-    "session",
-    "project",
-    "day",
-    "week",
-    "month",
-    "gap",
-    "model",
-    "cause",
-    "stream-kind",
-    "host",
-    "user",
-]
-
-
-def iso_bound(at: float | None) -> str | None:
-    """A window's end for JSON: the instant in UTC, the same whatever --timezone said."""
-    if at is None:
-        return None
-    return datetime.fromtimestamp(at, UTC).isoformat().replace("+00:00", "Z")
-
-
-@contextmanager
-def progress_bar(enabled: bool) -> Iterator[tuple[Any, Any]]:
-    """A progress bar on stderr; callbacks that do nothing when it is off."""
-    if not enabled:
-        yield (lambda n: None), (lambda: None)
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
-    # No refresh thread: sessions are read in forked processes, and a fork must not
-    # copy a thread's locks mid-use; the bar is redrawn on each session instead.
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-        auto_refresh=False,
-    ) as bar:
-        task = bar.add_task("sessions", total=None)
-
-        def advance() -> None:
-            bar.advance(task)
-            bar.refresh()
-
-        yield (lambda n: bar.update(task, total=n, refresh=True)), advance
-
-
-@dataclass(slots=True, frozen=True)
-class AuditInputs:
-    """What ``audit`` and ``report`` read, and how: the options ``audit_inputs`` adds."""
-
-    paths: tuple[Path, ...]
-    since: Bound | None
-    until: Bound | None
-    zone: tzinfo | None
-    now: float | None
-    top: int
-    pricing_file: Path | None
-    progress: bool | None
-    jobs: int | None
-    captures_dir: Path | None = None
-    no_captures: bool = False
-
-    def window(self) -> tuple[Window, tzinfo]:
-        """The window the options describe, and the zone days begin in."""
-        display = zone_or_local(self.zone)
-        now = time.time() if self.now is None else self.now
-        return resolve_window(self.since, self.until, now, display), display
-
-    def read(
-        self, window: Window, zone: tzinfo, keep: Callable[[SessionAnalysis], T] | None = None
-    ) -> AuditRun[T]:
-        """Run the audit (``keep``: see ``run_audit``). With no ``paths``, a log piped
-        on stdin; with none piped (or an empty pipe), the Claude Code history."""
-        from cachediag.pipeline import default_paths
-        from cachediag.pipeline_audit import AuditOptions, run_audit
-
-        paths = self.paths
-        stdin = sys.stdin.buffer if "-" in map(str, paths) else None
-        if not paths:  # never on the quick path, which names paths: click is loaded
-            import click
-
-            from cachediag.cli.stdin import piped_log
-
-            stdin = piped_log(click.get_current_context().info_name or "audit")
-        inputs = list(paths) or ([Path("-")] if stdin is not None else default_paths())
-        # Before the workers fork: they inherit the capture index instead of each
-        # scanning the folder; no folder, no index (nothing imported).
-        enrich = capture_join(self.captures_dir, self.no_captures)
-        options = AuditOptions(
-            since=window.since,
-            until=window.until,
-            top=self.top,
-            pricing_file=self.pricing_file,
-            zone=zone,
-        )
-        show = sys.stderr.isatty() if self.progress is None else self.progress
-        with progress_bar(show) as (on_start, on_done):
-            return run_audit(
-                inputs,
-                options,
-                on_start=on_start,
-                on_done=on_done,
-                workers=self.jobs,
-                keep=keep,
-                stdin=stdin,
-                enrich=enrich,
-            )
-
-
-def audit_report(run: AuditRun[Any], by: GroupBy, window: Window) -> AuditReport:
-    """The report of an audit run, grouped ``by``, for the window it covered."""
-    from cachediag.report.audit_report import build_report
-
-    return build_report(
-        run.audit,
-        by,
-        run.pricing_source,
-        since=iso_bound(window.since),
-        until=iso_bound(window.until),
-        unreadable_files=len(run.unreadable),
-    )
-
 
 _QUICK_BY = frozenset(BY_CHOICES) - {"host", "user"}
 """What ``--by`` the quick path takes: host and user need a dataset."""
+_AUDIT = by_flag(AUDIT)
 
 
 @dataclass(slots=True)
@@ -177,8 +32,8 @@ class QuickAudit:
     """What ``audit`` arguments the quick path takes say (defaults: the command's)."""
 
     paths: list[Path]
-    by: str = "project"
-    top: int = 10
+    by: str = BY_DEFAULT
+    top: int = TOP_DEFAULT
     now: float | None = None
     jobs: int | None = None
     progress: bool | None = None
@@ -194,21 +49,17 @@ def audit_args(args: list[str]) -> QuickAudit | None:
     by_given = False
     given = iter(args)
     for arg in given:
-        if arg == "--json":
+        option = _AUDIT.get(arg)
+        if option is None:
+            if not add_path(arg, taken.paths):
+                return None
+        elif option.name == "as_json":
             as_json = True
-        elif arg in ("--progress", "--no-progress"):
+        elif option.name == "progress":
             taken.progress = arg == "--progress"
-        elif arg == "--no-captures":
-            taken.no_captures = True
-        elif arg == "--jobs":
-            taken.jobs = plain_count(next(given, ""), 1)
-            if taken.jobs is None:
-                return None
-        elif arg == "--top":
-            if (top := plain_count(next(given, ""), 0)) is None:
-                return None
-            taken.top = top
-        elif arg == "--by":
+        elif option.kind == FLAG:
+            setattr(taken, option.name, True)
+        elif option is BY:
             # A second --by is click's usage error (one grouping per audit), not the last.
             if by_given:
                 return None
@@ -216,12 +67,10 @@ def audit_args(args: list[str]) -> QuickAudit | None:
             taken.by = next(given, "")
             if taken.by not in _QUICK_BY:
                 return None
-        elif arg == "--now":
-            taken.now = plain_float(next(given, ""))
-            if taken.now is None:
-                return None
-        elif not add_path(arg, taken.paths):
+        elif (value := read_value(option, next(given, ""))) is None:
             return None
+        else:
+            setattr(taken, option.name, value)
     if not as_json or not paths_click_takes(taken.paths):
         return None
     from cachediag.dataset.schema import is_dataset
@@ -234,6 +83,8 @@ def audit_args(args: list[str]) -> QuickAudit | None:
 def audit(args: QuickAudit) -> None:
     """``cli.audit.audit`` for the arguments ``audit_args`` takes."""
     from cachediag.analysis.rollup import GroupBy
+    from cachediag.commands.audit import AuditInputs, audit_report
+    from cachediag.console import echo_bytes, finish_reading
     from cachediag.report.audit_report import report_json
 
     inputs = AuditInputs(

@@ -17,7 +17,7 @@ import pytest
 
 from cachediag import console, quick_audit
 from cachediag import quick as quick_run
-from cachediag.cli import analyze as analyze_cli
+from cachediag.commands import analyze as analyze_run
 from cachediag.ingest.discover import discover
 from cachediag.parallel import total_bytes
 from cachediag.pipeline import _mtime, _parent, project_groups
@@ -137,8 +137,8 @@ def test_time_order_spills_to_a_file_in_the_same_order(monkeypatch: pytest.Monke
     items += [(float("inf"), "last"), (3.0, "")]
 
     def ordered(limit: int) -> tuple[list[str], bool]:
-        monkeypatch.setattr(analyze_cli.TimeOrder, "MEMORY_CHARS", limit)
-        with analyze_cli.TimeOrder() as spool:
+        monkeypatch.setattr(analyze_run.TimeOrder, "MEMORY_CHARS", limit)
+        with analyze_run.TimeOrder() as spool:
             for at, line in items:
                 spool.add(at, line)
             return list(spool.lines()), spool._file is not None

@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-import click
 import pytest
 from click.testing import CliRunner
 
 from cachediag.cli import main
-from cachediag.cli.window import Bound, parse_bound, resolve_window
+from cachediag.commands.window import Bound, parse_bound, resolve_window
+from cachediag.errors import UsageError
 
 LA = ZoneInfo("America/Los_Angeles")
 # DST began in Los Angeles on Sunday 2026-03-08 at 02:00 PST (10:00 UTC).
@@ -192,7 +192,7 @@ def test_resolve_window_units() -> None:
     assert parse_bound("30m").resolve(now, zone, end=False) == now - 1800
     assert parse_bound("2w").resolve(now, zone, end=False) == now - 14 * 86400
     assert isinstance(parse_bound("2026-03-08T10:00:00+01:00"), Bound)
-    with pytest.raises(click.UsageError):
+    with pytest.raises(UsageError):
         resolve_window(parse_bound("1h"), parse_bound("1h"), now, zone)
 
 

@@ -12,17 +12,17 @@ import click
 
 from cachediag.cli.captures import capture_join, captures_option
 from cachediag.cli.common import EPOCH, pricing_option
-from cachediag.cli.window import Bound, resolve_window, window_options, zone_or_local
-from cachediag.console import finish_reading
-from cachediag.quick import (
+from cachediag.cli.window import window_options
+from cachediag.commands.analyze import (
     SessionJson,
     TimeOrder,
-    first_at,
-    in_window,
     json_lines,
     table_progress,
     writes_json,
 )
+from cachediag.commands.options import JOBS
+from cachediag.commands.window import Bound, first_at, in_window, resolve_window, zone_or_local
+from cachediag.console import finish_reading
 
 __all__ = ["SessionJson", "TimeOrder", "analyze", "first_at", "in_window", "table_progress"]
 
@@ -53,7 +53,7 @@ __all__ = ["SessionJson", "TimeOrder", "analyze", "first_at", "in_window", "tabl
 @captures_option
 @click.option(
     "--jobs",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=JOBS.low),
     metavar="N",
     help="Processes, this one included (default: one per core when 4 MB of the input "
     "lie outside its largest project folder, else 1).",

@@ -15,8 +15,9 @@ import click
 from cachediag.cli.captures import captures_option
 from cachediag.cli.common import pricing_option
 from cachediag.cli.window import window_options
+from cachediag.commands.audit import AuditInputs, audit_report, iso_bound
+from cachediag.commands.options import BY_CHOICES, BY_DEFAULT, JOBS, TOP
 from cachediag.console import emit_json, finish_reading
-from cachediag.quick_audit import BY_CHOICES, AuditInputs, audit_report, iso_bound
 
 if TYPE_CHECKING:
     from cachediag.pipeline_audit import AuditRun
@@ -36,9 +37,9 @@ _INPUT_OPTIONS = [
     ),
     click.option(
         "--top",
-        type=click.IntRange(min=0),
+        type=click.IntRange(min=TOP.low),
         metavar="N",
-        default=10,
+        default=TOP.default,
         show_default=True,
         help="How many of the most expensive misses to list.",
     ),
@@ -51,7 +52,7 @@ _INPUT_OPTIONS = [
     ),
     click.option(
         "--jobs",
-        type=click.IntRange(min=1),
+        type=click.IntRange(min=JOBS.low),
         metavar="N",
         default=None,
         help="Processes, this one included (default: one per core when 4 MB of the input "
@@ -92,7 +93,7 @@ def one_by(given: tuple[str, ...]) -> str:
             f"--by was given {len(given)} times ({', '.join(given)}): an audit takes one "
             "--by; run one audit per grouping",
         )
-    return given[0] if given else "project"
+    return given[0] if given else BY_DEFAULT
 
 
 @click.command()
@@ -100,11 +101,11 @@ def one_by(given: tuple[str, ...]) -> str:
 @click.option(
     "--by",
     "by",
-    type=click.Choice(BY_CHOICES),
+    type=click.Choice(list(BY_CHOICES)),
     # Taken as many times as given, so that a second --by is refused rather than
     # silently replacing the first (click keeps the last of a repeated option).
     multiple=True,
-    show_default="project",
+    show_default=BY_DEFAULT,
     help="Break totals down by this (day, week and month in --timezone; gap: the idle "
     "time before each request). One --by per audit.",
 )
@@ -201,7 +202,9 @@ def audit(
     elif grouping in ("host", "user"):
         raise click.UsageError(f"--by {grouping} needs a dataset (cachediag export)")
     else:
-        run = inputs.read(window, display)
+        from cachediag.cli.stdin import piped_log
+
+        run = inputs.read(window, display, piped=functools.partial(piped_log, "audit"))
     report = audit_report(run, GroupBy(grouping), window)
     if jq_filter is not None:
         from cachediag.report.audit_report import report_dict

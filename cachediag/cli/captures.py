@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
-from cachediag.quick import capture_join
+from cachediag.commands.captures import capture_join
 
 __all__ = ["capture_join", "captures_option"]
 

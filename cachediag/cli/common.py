@@ -10,6 +10,8 @@ from typing import Any
 
 import click
 
+from cachediag.commands.options import NOW, Option
+
 
 class FiniteFloat(click.ParamType):  # type: ignore[type-arg]
     """A number within bounds; NaN and infinities are usage errors (click's FloatRange
@@ -31,7 +33,13 @@ class FiniteFloat(click.ParamType):  # type: ignore[type-arg]
         return number
 
 
-EPOCH = FiniteFloat("epoch", 0, 1e11)
+def finite(option: Option, name: str) -> FiniteFloat:
+    """The click type of a number option of ``commands.options``: its range, from there."""
+    assert option.low is not None and option.high is not None
+    return FiniteFloat(name, option.low, option.high)
+
+
+EPOCH = finite(NOW, "epoch")
 """Unix seconds up to the year 5138: beyond that no date library can show it."""
 USD = FiniteFloat("usd", 0, 1e12)
 

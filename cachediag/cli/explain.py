@@ -12,12 +12,12 @@ import click
 
 from cachediag.analysis.costs import ModelPrices
 from cachediag.analysis.session_analysis import SessionAnalysis
-from cachediag.cli.analyze import in_window
 from cachediag.cli.captures import capture_join, captures_option
 from cachediag.cli.common import jq_option
 from cachediag.cli.stdin import piped_log
 from cachediag.cli.target import find_request, one_way, request_options
-from cachediag.cli.window import Bound, resolve_window, window_options, zone_or_local
+from cachediag.cli.window import window_options
+from cachediag.commands.window import Bound, in_window, resolve_window, zone_or_local
 from cachediag.console import emit_json, finish_reading, report_issues
 from cachediag.errors import CachediagError
 from cachediag.model import MAIN_STREAM

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 import click
@@ -50,13 +51,14 @@ def report(inputs: AuditInputs, output: str, timelines: int, title: str) -> None
       cachediag report session.jsonl --output - > session.html
     """
     from cachediag import __version__
+    from cachediag.cli.stdin import piped_log
     from cachediag.report.clock import zone_label
     from cachediag.report.html.data import SessionPage, page_data
     from cachediag.report.html.page import render_page
 
     window, display = inputs.window()
     keep = SessionPage(inputs.pricing_file, window.since, window.until)
-    run = inputs.read(window, display, keep=keep)
+    run = inputs.read(window, display, keep=keep, piped=functools.partial(piped_log, "report"))
     pages: list[PageDict] = run.kept
     if not pages:
         report_run_errors(run)

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import click
 
-from cachediag.cli.common import EPOCH, FiniteFloat
+from cachediag.cli.common import EPOCH, finite
+from cachediag.commands.options import BUDGET, WIDTH
 from cachediag.statusline.render import DEFAULT_FORMAT
 
 
@@ -31,14 +32,14 @@ from cachediag.statusline.render import DEFAULT_FORMAT
 @click.option("--now", type=EPOCH, metavar="EPOCH", help="Pin the clock (Unix seconds).")
 @click.option(
     "--budget",
-    type=FiniteFloat("seconds", 0.05, 60),
+    type=finite(BUDGET, "seconds"),
     metavar="SECONDS",
     help="Time budget of one run (default 1, or $CACHEDIAG_STATUSLINE_BUDGET); a run that "
     "cannot finish shows what it read so far, marked partial, and the next goes on.",
 )
 @click.option(
     "--width",
-    type=click.IntRange(20, 10_000),
+    type=click.IntRange(WIDTH.low, WIDTH.high),
     metavar="COLUMNS",
     help="Width the line must fit (default: $CACHEDIAG_STATUSLINE_WIDTH, $COLUMNS, else the "
     "terminal's): tool names shorten, then whole fields go from the right; when no width "

@@ -13,7 +13,8 @@ import click
 from cachediag.analysis.session_analysis import SessionAnalysis
 from cachediag.analysis.warm import LONGEST_TTL_S
 from cachediag.cli.common import jq_option, pricing_option
-from cachediag.cli.window import zone_option, zone_or_local
+from cachediag.cli.window import zone_option
+from cachediag.commands.window import zone_or_local
 from cachediag.console import emit_json, finish_reading
 
 if TYPE_CHECKING:

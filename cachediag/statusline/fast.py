@@ -14,6 +14,7 @@ import os
 import sys
 import time
 
+from cachediag.commands.options import BUDGET, NOW, WIDTH, Option
 from cachediag.statusline import jsonlite, refresh, render, view
 from cachediag.statusline.log import describe, heard, log_failure
 
@@ -45,13 +46,14 @@ class Options:
         self.width: int | None = None
 
 
-def _seconds(name: str, value: str, low: float, high: float) -> float:
+def _seconds(name: str, value: str, option: Option) -> float:
+    """``value`` as a number in the range of ``option`` (commands.options: click's too)."""
     try:
         number = float(value)
     except ValueError:
         raise render.UsageError(f"{name} must be a number, not {value[:40]!r}") from None
-    if not low <= number <= high:  # NaN fails this too
-        raise render.UsageError(f"{name} must be between {low:g} and {high:g}")
+    if not option.holds(number):  # NaN fails this too: each option here has a range
+        raise render.UsageError(f"{name} must be between {option.low:g} and {option.high:g}")
     return number
 
 
@@ -59,10 +61,10 @@ def parse_args(args: list[str]) -> Options:
     opts = Options()
     configured = os.environ.get("CACHEDIAG_STATUSLINE_BUDGET", "").strip()
     if configured:
-        opts.budget_s = _seconds("CACHEDIAG_STATUSLINE_BUDGET", configured, 0.05, 60)
+        opts.budget_s = _seconds("CACHEDIAG_STATUSLINE_BUDGET", configured, BUDGET)
     configured = os.environ.get("CACHEDIAG_STATUSLINE_WIDTH", "").strip()
     if configured:
-        opts.width = int(_seconds("CACHEDIAG_STATUSLINE_WIDTH", configured, 20, 10_000))
+        opts.width = int(_seconds("CACHEDIAG_STATUSLINE_WIDTH", configured, WIDTH))
     it = iter(args)
     for arg in it:
         name, eq, value = arg.partition("=")
@@ -81,11 +83,11 @@ def parse_args(args: list[str]) -> Options:
             render.parse_format(value)  # a bad template is reported, not half-rendered
             opts.fmt = value
         elif name == "--now":
-            opts.now = _seconds("--now", value, 0, 1e11)
+            opts.now = _seconds("--now", value, NOW)
         elif name == "--budget":
-            opts.budget_s = _seconds("--budget", value, 0.05, 60)
+            opts.budget_s = _seconds("--budget", value, BUDGET)
         elif name == "--width":
-            opts.width = int(_seconds("--width", value, 20, 10_000))
+            opts.width = int(_seconds("--width", value, WIDTH))
         else:
             raise render.UsageError(f"unknown argument {name!r}; {USAGE}")
     return opts
