@@ -1,0 +1,155 @@
+"""Rows of every transcript, each file read once: what changed since the last run is all
+that is read again.
+
+Per file the index keeps its identity and what was read of it (a ``follow.files``
+cursor: device, inode, size, mtime and ctime, the offset past the last complete line, a
+hash of the bytes before it and of blocks sampled over the whole: the checks the status
+line uses to tell an append from a rewrite at the same size), the rows of its complete
+lines, and those of an unfinished last line apart (read again once the line grows).
+
+For each file asked for:
+
+- unchanged (same identity, size, mtime and ctime): its rows come from the index;
+- grown, with every byte read before still in place: only the new bytes are parsed, from
+  the offset where the last read stopped, and their rows appended;
+- replaced, truncated, rewritten or new: the whole file is parsed again;
+- gone: it contributes nothing, and its entry is dropped.
+
+``parse(path, data, start)`` turns complete lines (``data``, which starts at byte
+``start`` of the file) into rows; it must give, for a file cut at line boundaries, the
+rows of the whole file in the same order (a reader of independent JSON lines does), so a
+report gives the same bytes with or without the index. A file that cannot be opened is
+left to the caller (the ``OSError`` is raised), as a read without the index would be.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from cachediag.follow.files import change_of, cursor, open_regular_fd, unchanged_since
+from cachediag.history import store
+
+Row = TypeVar("Row")
+Parse = Callable[[str, bytes, int], list[Row]]
+
+
+@dataclass(slots=True, frozen=True)
+class RowCodec(Generic[Row]):
+    """How rows go to JSON and back: ``schema`` names the row type and its fields (an
+    index of another schema is rebuilt), ``encode`` gives a JSON list, ``decode`` the row
+    again, equal to the one encoded."""
+
+    schema: str
+    encode: Callable[[Row], list[Any]]
+    decode: Callable[[list[Any]], Row]
+
+
+@dataclass(slots=True)
+class Stats:
+    """What one call did: files answered from the index, grown (only their new bytes
+    read), read whole, and gone; bytes parsed."""
+
+    unchanged: int = 0
+    appended: int = 0
+    read: int = 0
+    gone: int = 0
+    parsed_bytes: int = 0
+
+
+def rows_by_file(
+    paths: Sequence[str],
+    parse: Parse[Row],
+    codec: RowCodec[Row],
+    *,
+    kind: str,
+    root: str | None = None,
+    stats: Stats | None = None,
+) -> list[list[Row]]:
+    """The rows of each of ``paths``, in order, kept in the index ``kind``."""
+    stats = stats if stats is not None else Stats()
+    where = store.index_path(kind, root)
+    files = _load(where, codec.schema)["files"]
+    if all(p in files and unchanged_since(files[p].get("cursor"), p) for p in paths):
+        stats.unchanged += len(paths)
+        return [_decode(files[p], codec) for p in paths]
+    with store.locked(where):
+        index = _load(where, codec.schema)  # again: another process may have written it
+        files = index["files"]
+        out: list[list[Row]] = []
+        for path in paths:
+            entry = _refresh(path, files.get(path), parse, codec, stats)
+            if entry is None:
+                files.pop(path, None)
+                out.append([])
+                continue
+            files[path] = entry
+            out.append(_decode(entry, codec))
+        for path in [p for p in files if not os.path.lexists(p)]:
+            del files[path]  # transcripts deleted since: their rows go with them
+        store.save(where, index)
+    return out
+
+
+def _load(where: str, schema: str) -> store.Index:
+    try:
+        return store.load(where, schema)
+    except store.BadIndex:
+        return {"schema": schema, "files": {}}
+
+
+def _decode(entry: dict[str, Any], codec: RowCodec[Row]) -> list[Row]:
+    decode = codec.decode
+    return [decode(r) for r in entry["rows"]] + [decode(r) for r in entry["tail"]]
+
+
+def _refresh(
+    path: str,
+    entry: dict[str, Any] | None,
+    parse: Parse[Row],
+    codec: RowCodec[Row],
+    stats: Stats,
+) -> dict[str, Any] | None:
+    """The entry of ``path`` brought up to date; ``None`` when the file is gone."""
+    saved = None if entry is None else entry.get("cursor")
+    if entry is not None and unchanged_since(saved, path):
+        stats.unchanged += 1
+        return entry
+    grown = entry is not None and change_of(path, saved) is None
+    try:
+        fd = open_regular_fd(path)
+    except FileNotFoundError:
+        stats.gone += 1
+        return None
+    try:
+        st = os.fstat(fd)
+        if grown and isinstance(saved, dict):
+            start, lines, rows = saved["offset"], saved["lines"], list(entry["rows"])  # type: ignore[index]
+            stats.appended += 1
+        else:
+            start, lines, rows = 0, 0, []
+            stats.read += 1
+        data = _read_from(fd, start)
+        end = data.rfind(b"\n") + 1
+        stats.parsed_bytes += len(data)
+        encode = codec.encode
+        rows.extend(encode(r) for r in parse(path, data[:end], start))
+        rest = data[end:]
+        tail = [encode(r) for r in parse(path, rest, start + end)] if rest.strip() else []
+        lines += data.count(b"\n", 0, end)
+        return {"cursor": cursor(fd, st, start, len(data), end, lines), "rows": rows, "tail": tail}
+    finally:
+        os.close(fd)
+
+
+def _read_from(fd: int, start: int) -> bytes:
+    chunks: list[bytes] = []
+    offset = start
+    while True:
+        chunk = os.pread(fd, 1 << 20, offset)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        offset += len(chunk)
