@@ -38,13 +38,15 @@ def parse(path: str, data: bytes, start: int) -> list[Usage]:
             obj = json.loads(line)
         except ValueError:
             obj = None
-        message = obj.get("message") if isinstance(obj, dict) else None
+        if not isinstance(obj, dict):
+            obj = {}
+        message = obj.get("message")
         usage = message.get("usage") if isinstance(message, dict) else None
-        if isinstance(usage, dict):
+        if isinstance(message, dict) and isinstance(usage, dict):
             rows.append(
                 Usage(
                     message.get("id"),
-                    obj.get("timestamp"),  # type: ignore[union-attr]
+                    obj.get("timestamp"),
                     int(usage.get("input_tokens") or 0),
                     int(usage.get("output_tokens") or 0),
                     offset,
