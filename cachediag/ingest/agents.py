@@ -1,0 +1,79 @@
+"""Where each coding agent keeps its sessions, and which reader reads them: one table.
+
+``cachediag analyze --agent NAME`` with no path reads ``sessions(NAME)``: the files under
+the agent's home (its environment override, else the default under ``$HOME``) that match
+its pattern. Claude Code's own discovery (projects, subagents, continued sessions) stays
+in ``ingest.discover``; its row here names its home for ``--agent all``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from cachediag.ingest import codex
+from cachediag.model import SessionLog
+
+Reader = Callable[[Path], SessionLog]
+
+
+@dataclass(frozen=True, slots=True)
+class Agent:
+    name: str
+    default_home: str
+    """Relative to ``$HOME``."""
+    env: str | None
+    """The variable that moves the home, when the agent has one."""
+    pattern: str
+    """Glob of session files under the home."""
+    reader: Reader | None
+    """``None``: read by the Claude Code pipeline (``ingest.reader``)."""
+    format: str
+
+    def home(self, environ: dict[str, str] | None = None) -> Path:
+        env = os.environ if environ is None else environ
+        moved = env.get(self.env) if self.env else None
+        if moved:
+            return Path(moved).expanduser()
+        base = env.get("HOME") or str(Path.home())
+        return Path(base) / self.default_home
+
+
+AGENTS: dict[str, Agent] = {
+    a.name: a
+    for a in (
+        Agent("claude", ".claude", "CLAUDE_CONFIG_DIR", "projects/*/*.jsonl", None, "claude-code"),
+        Agent(
+            "codex",
+            ".codex",
+            "CODEX_HOME",
+            "sessions/*/*/*/rollout-*.jsonl",
+            codex.read_rollout,
+            codex.FORMAT,
+        ),
+    )
+}
+"""Gemini CLI and opencode join here with their readers."""
+
+
+def agent_names() -> list[str]:
+    return list(AGENTS)
+
+
+def session_files(name: str, environ: dict[str, str] | None = None) -> list[Path]:
+    """The agent's session files, oldest name first; none when its home does not exist."""
+    agent = AGENTS[name]
+    home = agent.home(environ)
+    if not home.is_dir():
+        return []
+    return sorted(p for p in home.glob(agent.pattern) if p.is_file() and not p.is_symlink())
+
+
+def read_agent_sessions(name: str, environ: dict[str, str] | None = None) -> list[SessionLog]:
+    """Every session of an agent with its own reader (not Claude Code: see ``reader``)."""
+    reader = AGENTS[name].reader
+    if reader is None:
+        raise ValueError(f"{name} sessions are read by the Claude Code pipeline")
+    return [reader(path) for path in session_files(name, environ)]

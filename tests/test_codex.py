@@ -1,0 +1,140 @@
+"""The Codex rollout reader and OpenAI's cache ledger on a rollout the real Codex CLI
+0.169.0 wrote (tests/real_agents, scenario ``changes``), against the fake API's ground
+truth of that run and ccusage 20.0.24's ``codex session --json`` on the same home."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cachediag.analysis.costs import request_cost_usd
+from cachediag.analysis.openai_cache import analyze_openai_session, readable_prefix
+from cachediag.ingest.agents import AGENTS, read_agent_sessions, session_files
+from cachediag.ingest.codex import read_rollout
+from cachediag.pricing import lookup_prices
+
+DATA = Path(__file__).parent / "data"
+HOME = DATA / "codex_home_changes"
+TRUTH = json.loads((DATA / "codex_truth_changes.json").read_text())
+CCUSAGE = json.loads((DATA / "ccusage20_codex_changes.json").read_text())
+
+
+def _rollout() -> Path:
+    (path,) = sorted(HOME.glob("sessions/*/*/*/rollout-*.jsonl"))
+    return path
+
+
+def test_discovery_codex_home_and_default(tmp_path: Path) -> None:
+    assert session_files("codex", {"CODEX_HOME": str(HOME)}) == [_rollout()]
+    # No CODEX_HOME: ~/.codex under $HOME.
+    home = tmp_path / "u"
+    shutil.copytree(HOME, home / ".codex")
+    found = session_files("codex", {"HOME": str(home)})
+    assert [p.name for p in found] == [_rollout().name]
+    assert AGENTS["codex"].home({"HOME": "/nowhere"}) == Path("/nowhere/.codex")
+    assert session_files("codex", {"HOME": str(tmp_path / "none")}) == []
+
+
+def test_every_served_request_with_its_tokens() -> None:
+    (log,) = read_agent_sessions("codex", {"CODEX_HOME": str(HOME)})
+    assert log.issues == [] and log.session_id in _rollout().name
+    records = {r.message_id: r for s in log.streams.values() for r in s.requests}
+    assert sorted(records) == sorted(t["response_id"] for t in TRUTH)
+    for t in TRUTH:
+        r = records[t["response_id"]]
+        got = (r.input_tokens + r.cache_read_tokens, r.cache_read_tokens, r.output_tokens)
+        assert got == (t["input_tokens"], t["cached_tokens"], t["output_tokens"])
+        assert r.model == t["model"]
+        assert r.stream == ("compaction" if t["compaction"] else "main")
+
+
+def test_outcomes_and_causes_match_the_fake() -> None:
+    analysis = analyze_openai_session(read_rollout(_rollout()))
+    entries = {e.record.message_id: e for s in analysis.streams for e in s.entries}
+    said = []
+    for t in TRUTH:
+        e = entries[t["response_id"]]
+        causes = [c.value for c in e.diagnosis.causes] if e.diagnosis else []
+        said.append((t["outcome"], t["changed"], e.outcome.value, causes))
+    assert said == [
+        ("cold", [], "cold", []),
+        ("hit", [], "hit", []),
+        ("miss", ["effort"], "miss", ["effort_changed"]),
+        ("hit", [], "hit", []),  # AGENTS.md arrived as a new user item: no prefix change
+        ("miss", ["tools"], "miss", ["tools_changed"]),  # the MCP server's tools
+        # The fake's 2 s retention ran out: inside OpenAI's 5 minutes, server-side.
+        ("miss", ["expired"], "miss", ["likely_server_side"]),
+        ("compaction", [], "cold", []),  # sent without tools: its own stream
+        ("rebuild", ["compacted", "model", "effort", "tools"], "expected", []),
+        # The default effort of each model is not in the rollout: only the model is named.
+        ("miss", ["model", "effort"], "miss", ["model_changed"]),
+        ("hit", [], "hit", []),
+    ]
+
+
+def test_tokens_and_costs_equal_ccusage_per_session() -> None:
+    """ccusage 20.0.24 reads the same tokens: it skips the duplicate token_count a
+    compaction writes and the all-zero one after it (docs/agents.md)."""
+    (log,) = read_agent_sessions("codex", {"CODEX_HOME": str(HOME)})
+    records = [r for s in log.streams.values() for r in s.requests]
+    (row,) = CCUSAGE["sessions"]
+    assert row["sessionFile"] == _rollout().stem
+    assert sum(r.input_tokens for r in records) == row["inputTokens"]
+    assert sum(r.cache_read_tokens for r in records) == row["cacheReadTokens"]
+    assert sum(r.output_tokens for r in records) == row["outputTokens"]
+    cost = 0.0
+    for r in records:
+        prices = lookup_prices(r.model or "", r.at)
+        assert prices is not None, r.model
+        cost += request_cost_usd(r, prices)
+    assert cost == pytest.approx(row["costUSD"], rel=1e-9)
+
+
+def test_token_count_only_rollout_skips_the_compaction_duplicates(tmp_path: Path) -> None:
+    """A rollout without token_usage_record (older releases): calls from token_count,
+    neither the duplicate at the compaction's start nor the all-zero one counted."""
+    lines = [ln for ln in _rollout().read_text().splitlines()
+             if '"type":"token_usage_record"' not in ln]  # fmt: skip
+    path = tmp_path / "rollout-legacy.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    log = read_rollout(path)
+    main, comp = log.streams["main"].requests, log.streams["compaction"].requests
+    assert (len(main), len(comp)) == (len(TRUTH) - 1, 1)
+    assert sum(r.total_tokens for r in main + comp) == sum(t["input_tokens"] for t in TRUTH)
+
+
+def test_bad_lines_counted_and_skipped(tmp_path: Path) -> None:
+    text = _rollout().read_text().splitlines()
+    text.insert(3, "{not json")
+    usage = {"input_tokens": 5, "cached_input_tokens": 9}
+    bad = {
+        "timestamp": "2026-12-02T04:39:10Z",
+        "type": "token_usage_record",
+        "payload": {"usage": usage},
+    }
+    text.insert(5, json.dumps(bad))
+    path = tmp_path / "rollout-bad.jsonl"
+    path.write_text("\n".join(text) + "\n")
+    log = read_rollout(path)
+    assert [(i.line, i.reason) for i in log.issues] == [
+        (4, log.issues[0].reason),
+        (6, "cached_input_tokens exceed input_tokens"),
+    ]
+    assert sum(len(s.requests) for s in log.streams.values()) == len(TRUTH)
+
+
+def test_not_a_rollout(tmp_path: Path) -> None:
+    path = tmp_path / "rollout-x.jsonl"
+    path.write_text('{"hello": 1}\n')
+    log = read_rollout(path)
+    assert [(i.line, i.reason) for i in log.issues] == [(1, "not a Codex rollout line")]
+
+
+@pytest.mark.parametrize(
+    ("tokens", "readable"), [(0, 0), (1023, 0), (1024, 1024), (1151, 1024), (1152, 1152)]
+)
+def test_openai_readable_prefix(tokens: int, readable: int) -> None:
+    assert readable_prefix(tokens) == readable
