@@ -1,6 +1,6 @@
 """The one part of the build pyproject.toml cannot declare: the optional C extensions,
-the line scanner, the transcript line picker, the JSON line encoder and (POSIX only: it
-uses dirent.h) the folder walk.
+the line scanner, the transcript line picker and (POSIX only: it uses dirent.h) the
+folder walk.
 
 ``optional=True``: where no compiler is available the install still succeeds and
 cachediag falls back to its pure-Python twins (same results, slower on large trees).
@@ -35,12 +35,6 @@ setup(
         Extension(
             "cachediag.ingest._fields",
             sources=["cachediag/ingest/_fields.c"],
-            extra_compile_args=STRICT,
-            optional=True,
-        ),
-        Extension(
-            "cachediag.report._json",
-            sources=["cachediag/report/_json.c"],
             extra_compile_args=STRICT,
             optional=True,
         ),

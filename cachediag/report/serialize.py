@@ -8,8 +8,9 @@ pydantic models that document and validate exactly these shapes.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from cachediag.analysis.costs import (
     CostTotals,
@@ -21,7 +22,6 @@ from cachediag.analysis.costs import (
 )
 from cachediag.analysis.ledger import LedgerEntry, Outcome
 from cachediag.analysis.summary import PromptCache
-from cachediag.ingest.native import compiled_module
 from cachediag.jsonsafe import escape_json as escape_json  # re-exported: report's name
 from cachediag.jsonsafe import escape_json_utf8 as escape_json_utf8
 
@@ -29,31 +29,81 @@ if TYPE_CHECKING:  # annotations only: the status line imports this module on it
     from cachediag.analysis.session_analysis import SessionAnalysis, StreamAnalysis
 
 
-JSON_API = 2
-"""The ``_json.API`` this code was written for: 2 escapes the C1 controls and U+2028/9 (an
-editable install does not rebuild when ``_json.c`` changes: an older build is not used)."""
-
-
-def _native_dumps() -> Callable[[object], str] | None:
-    """The compiled encoder (``_json.c``), unless not built or ``CACHEDIAG_PURE_PYTHON``."""
-    encoder = compiled_module("report._json", JSON_API)
-    return None if encoder is None else encoder.dumps
-
-
-_DUMPS = _native_dumps()
-
-
 def json_line(obj: object) -> str:
-    """``json.dumps(obj, ensure_ascii=False)`` with ``escape_json``'s escapes, the line
-    every JSON output prints: the compiled encoder writes the same text
-    (tests/test_json_native.py) several times faster, and hands what it does not take
-    (another type, a lone surrogate) back."""
-    if _DUMPS is not None:
-        try:
-            return _DUMPS(obj)
-        except TypeError:
-            pass
-    return escape_json(json.dumps(obj, ensure_ascii=False))
+    """The line every JSON output prints: orjson's compact text (no spaces after ``:``
+    and ``,``; floats as orjson writes them, ``0.00001``, ``1e-7``, ``1e+16``) with
+    ``escape_json``'s escapes, so the line is safe to print at a terminal. What orjson
+    does not take (a lone surrogate, an int beyond 64 bits, a key that is not a string)
+    goes to ``py_json_line``, which writes the same text for everything orjson takes."""
+    try:
+        data = orjson.dumps(obj)
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return py_json_line(obj)
+    return escape_json_utf8(data).decode()
+
+
+def py_json_line(obj: object) -> str:
+    """``json_line`` in Python: strings and big ints as ``json.dumps`` writes them (a
+    lone surrogate as its ``\\u`` escape), floats in orjson's spelling. Other types and a
+    loop raise as ``json.dumps`` would (``TypeError``, ``ValueError``)."""
+    out: list[str] = []
+    _write(obj, out, set())
+    return escape_json("".join(out))
+
+
+def _write(value: object, out: list[str], seen: set[int]) -> None:
+    if value is None or value is True or value is False:
+        out.append("null" if value is None else "true" if value else "false")
+    elif isinstance(value, str):
+        out.append(json.dumps(value, ensure_ascii=False))
+    elif isinstance(value, int):
+        out.append(int.__repr__(value))  # an IntEnum as its number, as orjson writes it
+    elif isinstance(value, float):
+        out.append(orjson.dumps(value).decode())  # NaN and infinities: null, as orjson
+    elif isinstance(value, dict | list | tuple):
+        if id(value) in seen:
+            raise ValueError("Circular reference detected")
+        seen.add(id(value))
+        if isinstance(value, dict):
+            _write_object(value, out, seen)
+        else:
+            _write_array(value, out, seen)
+        seen.discard(id(value))
+    else:
+        out.append(orjson.dumps(value).decode())  # an enum, a dataclass... or TypeError
+
+
+def _write_array(items: list[Any] | tuple[Any, ...], out: list[str], seen: set[int]) -> None:
+    out.append("[")
+    for i, item in enumerate(items):
+        if i:
+            out.append(",")
+        _write(item, out, seen)
+    out.append("]")
+
+
+def _write_object(obj: dict[Any, Any], out: list[str], seen: set[int]) -> None:
+    out.append("{")
+    for i, (key, item) in enumerate(obj.items()):
+        if i:
+            out.append(",")
+        out.append(json.dumps(_key(key), ensure_ascii=False))
+        out.append(":")
+        _write(item, out, seen)
+    out.append("}")
+
+
+def _key(key: object) -> str:
+    """A key as ``json.dumps`` turns it into a string (floats in orjson's spelling)."""
+    if isinstance(key, str):
+        return key
+    if key is None or isinstance(key, bool):
+        return "null" if key is None else "true" if key else "false"
+    if isinstance(key, int):
+        return int.__repr__(key)
+    if isinstance(key, float):
+        return orjson.dumps(key).decode()
+    raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
 
 
 SCHEMA_VERSION = 2

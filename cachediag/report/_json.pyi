@@ -1,3 +1,0 @@
-API: int
-
-def dumps(obj: object) -> str: ...
