@@ -1,8 +1,12 @@
 """The command line: click commands only, each a thin layer over one library call.
 
-The only package that imports click. One module per command; ``common`` holds what they
-share. A command's module is imported only when that command runs (or help lists it):
-every run after a long session should not pay for the other commands' imports.
+The only package that imports click: the rest of cachediag, the fast entry's quick
+paths included, imports without it, and nothing below reaches back up into this package
+(tests/test_imports.py holds both). What a command does once its options are read lives
+in ``cachediag.commands``, what it prints besides its results in ``cachediag.console``.
+One module per command; ``common`` holds the options they share. A command's module is
+imported only when that command runs (or help lists it): every run after a long session
+should not pay for the other commands' imports.
 """
 
 from __future__ import annotations
