@@ -1,0 +1,255 @@
+"""Gemini CLI chats (``~/.gemini/tmp/<project>/chats/session-<time>-<id8>.jsonl``) -> the
+same normalised records as Claude Code transcripts (docs/agents.md, "Gemini CLI").
+
+A chat file is JSON Lines: a header (``sessionId``, ``startTime``) written by every process
+that opens the session, ``user`` and ``gemini`` messages (a ``gemini`` message carries the
+model and ``tokens`` {input (cached included), output, cached, thoughts, tool, total}), and
+``$set`` updates. One model call of the main stream is one ``gemini`` message with tokens;
+side calls and compression calls are not stored, so they are not here.
+
+Traps handled here:
+
+- on resume, ``$set.messages`` rewrites the history (without tokens, with the resume's
+  time): the first copy of each message id is the one kept;
+- a resume in a new minute starts a second file with the same session id: the files of a
+  session are read as one (``read_session_files``);
+- GEMINI.md travels in the first user content (``<session_context>``), which every
+  process start rewrites: its ``<loaded_context>`` is fingerprinted as the instructions
+  (``system_hashes``), the rest of it (date, folder listing) as the first message;
+- no system instruction or tool list is in the file: a request that opens a new process
+  is marked (``GeminiRequest.process_start``), since what the file cannot show may have
+  changed there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from cachediag.model import (
+    MAIN_STREAM,
+    Fingerprint,
+    LineIssue,
+    RequestRecord,
+    SessionLog,
+    StreamKind,
+)
+
+FORMAT = "gemini-cli"
+MAX_TOKENS = 10**9
+_MAX_LINE = 64 * 2**20
+_CONTEXT = re.compile(r"<loaded_context>(.*?)</loaded_context>", re.DOTALL)
+FILE_ID = re.compile(r"^session-.+-([0-9a-f]{8})\.jsonl$")
+
+JsonObject = dict[str, Any]
+
+
+class BadLine(ValueError):
+    """A line that is JSON but not a record this reader can use."""
+
+
+@dataclass(slots=True)
+class GeminiRequest(RequestRecord):
+    """A Gemini CLI model call: a ``RequestRecord`` that knows whether it opened a process."""
+
+    process_start: bool = False
+    """The first call after a header line: a new ``gemini`` process, whose system
+    instruction and tools (never in the file) may differ from the previous one's."""
+    thoughts_tokens: int = 0
+    """Of ``output_tokens``: thinking, billed at the output price."""
+
+
+def _digest(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def parse_time(value: Any) -> float:
+    if not isinstance(value, str):
+        raise BadLine("missing or non-string timestamp")
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except (ValueError, OverflowError) as exc:
+        raise BadLine("timestamp is not ISO 8601") from exc
+
+
+def _count(tokens: JsonObject, key: str) -> int:
+    value = tokens.get(key, 0)
+    if value is None:
+        return 0
+    if type(value) is not int or not 0 <= value <= MAX_TOKENS:
+        raise BadLine(f"tokens.{key} is not a token count")
+    return value
+
+
+def _parts(content: Any) -> list[Any]:
+    """Content as a list of parts: a ``gemini`` message's text is a string when first
+    written and a list of parts when a resume rewrites it; both hash the same."""
+    if isinstance(content, str):
+        return [{"text": content}] if content else []
+    if isinstance(content, list):
+        return [p for p in content if not (isinstance(p, dict) and p.get("thought"))]
+    return []
+
+
+def context_prints(content: Any) -> tuple[str, str]:
+    """The session-context message's two hashes: its ``<loaded_context>`` (GEMINI.md and
+    other memory files) and everything else (date, folders)."""
+    text = "".join(p.get("text", "") for p in _parts(content) if isinstance(p, dict))
+    found = _CONTEXT.search(text)
+    loaded = found.group(1) if found else ""
+    rest = text if found is None else text[: found.start()] + text[found.end() :]
+    return _digest(loaded), _digest(rest)
+
+
+def _is_context(message: JsonObject) -> bool:
+    parts = _parts(message.get("content"))
+    first = parts[0] if parts else None
+    return isinstance(first, dict) and str(first.get("text", "")).startswith("<session_context>")
+
+
+@dataclass(slots=True)
+class _Chat:
+    """What the files said so far: the conversation the next call resends."""
+
+    seen: set[str] = field(default_factory=set)
+    conversation: list[tuple[str, str]] = field(default_factory=list)  # (role, hash)
+    instructions: str | None = None
+    new_process: bool = True
+    records: list[GeminiRequest] = field(default_factory=list)
+    replayed: int = 0
+
+    def message_print(self, message: JsonObject) -> tuple[str, str]:
+        role = "model" if message.get("type") == "gemini" else str(message.get("type"))
+        if _is_context(message):
+            loaded, rest = context_prints(message.get("content"))
+            self.instructions = loaded
+            return role, rest
+        return role, _digest(_parts(message.get("content")))
+
+    def rewrite(self, messages: list[Any]) -> None:
+        """``$set.messages``: the history a process start loaded (what it resends)."""
+        conversation = []
+        for message in messages:
+            if not isinstance(message, dict) or message.get("type") not in ("user", "gemini"):
+                continue
+            msg_id = message.get("id")
+            conversation.append(self.message_print(message))
+            if isinstance(msg_id, str) and msg_id not in self.seen:
+                self.seen.add(msg_id)
+                if isinstance(message.get("tokens"), dict):
+                    self.add_call(message, None)
+            elif isinstance(message.get("tokens"), dict):
+                self.replayed += 1
+        self.conversation = conversation
+
+    def fingerprint(self, model: str | None) -> Fingerprint:
+        return Fingerprint(
+            model=model,
+            system_hashes=None if self.instructions is None else (self.instructions,),
+            message_hashes=tuple(h for _, h in self.conversation),
+            message_roles=tuple(r for r, _ in self.conversation),
+        )
+
+    def add_call(self, message: JsonObject, line: int | None) -> None:
+        tokens = message["tokens"]
+        prompt, cached = _count(tokens, "input"), _count(tokens, "cached")
+        tool, thoughts = _count(tokens, "tool"), _count(tokens, "thoughts")
+        if cached > prompt:
+            raise BadLine("tokens.cached exceeds tokens.input")
+        model = message.get("model")
+        model = model if isinstance(model, str) and model else None
+        msg_id = message.get("id")
+        self.records.append(GeminiRequest(
+            at=parse_time(message.get("timestamp")),
+            # Tool-use prompt tokens are prompt the API bills at the input price.
+            input_tokens=prompt - cached + tool,
+            cache_read_tokens=cached,
+            cache_creation_tokens=0,  # implicit caching bills no write
+            output_tokens=_count(tokens, "output") + thoughts,
+            model=model,
+            message_id=msg_id if isinstance(msg_id, str) else None,
+            line=line,
+            fingerprint=self.fingerprint(model),
+            process_start=self.new_process,
+            thoughts_tokens=thoughts,
+        ))  # fmt: skip
+        self.new_process = False
+
+    def feed(self, obj: JsonObject, line: int, log: SessionLog) -> None:
+        update = obj.get("$set")
+        if isinstance(update, dict):
+            if isinstance(update.get("messages"), list):
+                self.rewrite(update["messages"])
+            return
+        kind = obj.get("type")
+        if kind is None and isinstance(obj.get("sessionId"), str):
+            log.session_id = log.session_id or obj["sessionId"]
+            self.new_process = True
+            return
+        if kind not in ("user", "gemini"):
+            if kind in ("info", "error", "warning"):
+                return  # messages the CLI shows, never sent
+            raise BadLine("not a Gemini CLI chat record")
+        msg_id = obj.get("id")
+        if not isinstance(msg_id, str):
+            raise BadLine("message without an id")
+        if msg_id in self.seen:
+            if isinstance(obj.get("tokens"), dict):
+                self.replayed += 1
+            return
+        self.seen.add(msg_id)
+        if kind == "gemini" and isinstance(obj.get("tokens"), dict):
+            self.add_call(obj, line)
+        self.conversation.append(self.message_print(obj))
+
+
+def _objects(
+    lines: Iterable[bytes], source: str, issues: list[LineIssue]
+) -> Iterator[tuple[int, JsonObject]]:
+    for n, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        if len(raw) > _MAX_LINE:
+            issues.append(LineIssue(source, n, "line too long"))
+            continue
+        try:
+            obj = json.loads(raw)
+        except (ValueError, RecursionError):
+            issues.append(LineIssue(source, n, "not JSON"))
+            continue
+        if not isinstance(obj, dict):
+            issues.append(LineIssue(source, n, "not a JSON object"))
+            continue
+        yield n, obj
+
+
+def _feed_file(chat: _Chat, log: SessionLog, lines: Iterable[bytes], source: str) -> None:
+    for line, obj in _objects(lines, source, log.issues):
+        try:
+            chat.feed(obj, line, log)
+        except (BadLine, KeyError, TypeError) as exc:
+            reason = str(exc) if isinstance(exc, BadLine) else "malformed record"
+            log.issues.append(LineIssue(source, line, reason))
+
+
+def read_chat_lines(files: list[tuple[str, Iterable[bytes]]]) -> SessionLog:
+    """One session from its files' lines, in the order given (oldest first)."""
+    source = files[0][0] if files else ""
+    log = SessionLog(session_id="", source=source, format=FORMAT)
+    chat = _Chat()
+    for name, lines in files:
+        _feed_file(chat, log, lines, name)
+    main = log.stream(MAIN_STREAM, StreamKind.MAIN, source=source)
+    main.items.extend(sorted(chat.records, key=lambda r: r.at))
+    log.replayed_responses = chat.replayed
+    if not log.session_id:
+        found = FILE_ID.match(Path(source).name)
+        log.session_id = found.group(1) if found else Path(source).stem
+    return log

@@ -1,0 +1,120 @@
+"""Gemini CLI chats read into normalised records, and the Gemini ledger's causes.
+
+tests/data/gemini_home is what Gemini CLI 0.61.0 wrote against tests/real_agents' fake
+(seven turns: flash twice, pro twice, a GEMINI.md change, an MCP server added, a pause
+past the fake's 8 s retention), with the temporary folder renamed /home/dev.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cachediag.analysis.gemini_cache import analyze_gemini_session, minimum_tokens
+from cachediag.ingest.gemini import GeminiRequest, read_chat_lines
+from cachediag.ingest.gemini_files import (
+    chat_files,
+    gemini_base,
+    read_chat,
+    read_gemini_home,
+)
+
+HOME = Path(__file__).parent / "data" / "gemini_home"
+CHAT = next(iter(sorted((HOME / ".gemini/tmp/work/chats").glob("*.jsonl"))))
+
+
+def _lines() -> list[bytes]:
+    return CHAT.read_bytes().splitlines()
+
+
+def _requests(log: object) -> list[GeminiRequest]:
+    from cachediag.model import SessionLog
+
+    assert isinstance(log, SessionLog)
+    out = log.streams["main"].requests
+    assert all(isinstance(r, GeminiRequest) for r in out)
+    return out  # type: ignore[return-value]
+
+
+def test_one_request_per_gemini_message_with_its_tokens() -> None:
+    [log] = read_gemini_home(HOME)
+    reqs = _requests(log)
+    # Resumes rewrite the history six times in $set.messages: none is counted again.
+    assert len(reqs) == 7
+    assert log.issues == []
+    assert log.session_id == "d0440baa-b266-49c7-8ab6-469d2de32822"
+    assert log.cwd == "/home/dev/work" and log.project == "work"
+    raw = [json.loads(x) for x in _lines()]
+    firsts = [o for o in raw if o.get("type") == "gemini"]
+    for rec, obj in zip(reqs, firsts, strict=True):
+        t = obj["tokens"]
+        assert rec.cache_read_tokens == t["cached"]
+        assert rec.input_tokens + rec.cache_read_tokens == t["input"] + t["tool"]
+        assert rec.output_tokens == t["output"] + t["thoughts"]
+        assert rec.thoughts_tokens == t["thoughts"]
+        assert rec.model == obj["model"] and rec.message_id == obj["id"]
+        assert rec.cache_creation_tokens == 0
+    assert [r.model for r in reqs] == ["gemini-2.5-flash"] * 2 + ["gemini-2.5-pro"] * 5
+
+
+def test_causes_named_only_from_what_the_file_holds() -> None:
+    [log] = read_gemini_home(HOME)
+    analysis = analyze_gemini_session(log, now=2e9, retention_s=8.0)
+    got = [
+        (e.outcome.value, e.diagnosis.causes[0].value if e.diagnosis else None)
+        for e in analysis.main.entries
+    ]
+    assert got == [
+        ("cold", None),
+        ("hit", None),
+        ("miss", "model_changed"),
+        ("miss", "unknown"),  # the CLI reordered its skills in the system instruction
+        ("miss", "system_prompt_changed"),  # GEMINI.md, in the first user content
+        ("miss", "unknown"),  # an MCP server added: tools are not in the file
+        ("miss", "ttl_expired_5m"),  # 15 s pause past the fake's 8 s
+    ]
+
+
+def test_default_retention_does_not_call_a_short_pause_expired() -> None:
+    [log] = read_gemini_home(HOME)
+    last = analyze_gemini_session(log, now=2e9).main.entries[-1]
+    assert last.diagnosis is not None and last.diagnosis.causes[0].value == "unknown"
+
+
+def test_a_resume_in_a_new_minute_is_the_same_session(tmp_path: Path) -> None:
+    lines = _lines()
+    heads = [i for i, x in enumerate(lines) if json.loads(x).get("startTime")]
+    cut = heads[3]
+    chats = tmp_path / ".gemini/tmp/work/chats"
+    chats.mkdir(parents=True)
+    (chats / "session-2026-12-02T04-38-d0440baa.jsonl").write_bytes(b"\n".join(lines[:cut]) + b"\n")
+    second = chats / "session-2026-12-02T04-39-d0440baa.jsonl"
+    second.write_bytes(b"\n".join(lines[cut:]) + b"\n")
+    logs = read_gemini_home(tmp_path)
+    assert len(logs) == 1 and len(_requests(logs[0])) == 7
+    assert len(_requests(read_chat(second))) == 7
+    assert len(chat_files(tmp_path)) == 2
+
+
+def test_bad_lines_are_counted_and_skipped() -> None:
+    lines = _lines()
+    bad = [b"{not json", b"[1,2]", b'{"type":"gemini","id":"x","timestamp":"nope","tokens":{}}',
+           b'{"type":"gemini","id":"y","timestamp":"2026-12-02T04:38:19Z","tokens":{"input":-3}}',
+           b'{"type":"gemini","id":"z","timestamp":"2026-12-02T04:38:19Z","tokens":{"input":1,"cached":9}}',
+           b'{"type":"mystery"}']  # fmt: skip
+    log = read_chat_lines([("chat.jsonl", lines[:6] + bad + lines[6:])])
+    assert len(_requests(log)) == 7
+    assert [i.line for i in log.issues] == [7, 8, 9, 10, 11, 12]
+    assert all(i.source == "chat.jsonl" and i.reason for i in log.issues)
+
+
+def test_home_discovery_honours_gemini_cli_home(tmp_path: Path) -> None:
+    assert gemini_base({"HOME": "/h"}) == Path("/h")
+    assert gemini_base({"HOME": "/h", "GEMINI_CLI_HOME": str(tmp_path)}) == tmp_path
+    assert read_gemini_home(tmp_path) == []
+
+
+def test_minimums() -> None:
+    assert minimum_tokens("gemini-2.5-flash") == 1024
+    assert minimum_tokens("gemini-2.5-pro") == 4096
+    assert minimum_tokens("gemini-3-pro-preview") == 4096
