@@ -1,8 +1,9 @@
 """The one-line status from plain values: the ``--format`` template, its fields and
 presets, and fitting the line to a width (no I/O, standard library only).
 
-The fields themselves live by job: ``cache_fields`` (the prompt cache) and ``values``
-(the guarded numbers, money and clocks every field reads through).
+The fields themselves live by job: ``cache_fields`` (the prompt cache), ``usage_fields``
+(model, costs, block, context, rate limits) and ``values`` (the guarded numbers, money
+and clocks every field reads through).
 """
 
 from __future__ import annotations
@@ -21,6 +22,17 @@ from cachediag.statusline.cache_fields import (
     field_source,
     field_ttl,
     field_warm,
+)
+from cachediag.statusline.usage_fields import (
+    field_block_cost,
+    field_block_left,
+    field_context_pct,
+    field_context_tokens,
+    field_model,
+    field_rate_5h,
+    field_rate_7d,
+    field_session_cost,
+    field_today_cost,
 )
 from cachediag.statusline.values import NONE, count, number, plural, printable, usd
 
@@ -71,6 +83,15 @@ FIELDS: dict[str, Callable[[View, bool], str]] = {
     "requests": field_requests,
     "source": field_source,
     "partial": field_partial,
+    "model": field_model,
+    "session_cost": field_session_cost,
+    "today_cost": field_today_cost,
+    "block_cost": field_block_cost,
+    "block_left": field_block_left,
+    "context_tokens": field_context_tokens,
+    "context_pct": field_context_pct,
+    "rate_5h": field_rate_5h,
+    "rate_7d": field_rate_7d,
 }
 
 
