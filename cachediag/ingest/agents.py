@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cachediag.ingest import codex
+from cachediag.ingest import codex, gemini, gemini_files
 from cachediag.model import SessionLog
 
 Reader = Callable[[Path], SessionLog]
@@ -52,6 +52,15 @@ AGENTS: dict[str, Agent] = {
             "sessions/*/*/*/rollout-*.jsonl",
             codex.read_rollout,
             codex.FORMAT,
+        ),
+        # GEMINI_CLI_HOME replaces the user's home: the chats are under its .gemini.
+        Agent(
+            "gemini",
+            "",
+            "GEMINI_CLI_HOME",
+            gemini_files.PATTERN,
+            gemini_files.read_chat,
+            gemini.FORMAT,
         ),
     )
 }
