@@ -64,11 +64,13 @@ def test_outcomes_and_causes_match_the_fake() -> None:
         ("hit", [], "hit", []),
         ("miss", ["effort"], "miss", ["effort_changed"]),
         ("hit", [], "hit", []),  # AGENTS.md arrived as a new user item: no prefix change
+        # model_instructions_file replaced the instructions: the rollout holds no trace.
+        ("miss", ["instructions"], "miss", ["unknown"]),
         ("miss", ["tools"], "miss", ["tools_changed"]),  # the MCP server's tools
-        # The fake's 2 s retention ran out: inside OpenAI's 5 minutes, server-side.
+        # The fake's 8 s retention ran out: inside OpenAI's 5 minutes, server-side.
         ("miss", ["expired"], "miss", ["likely_server_side"]),
         ("compaction", [], "cold", []),  # sent without tools: its own stream
-        ("rebuild", ["compacted", "model", "effort", "tools"], "expected", []),
+        ("rebuild", ["compacted", "model", "effort", "instructions", "tools"], "expected", []),
         # The default effort of each model is not in the rollout: only the model is named.
         ("miss", ["model", "effort"], "miss", ["model_changed"]),
         ("hit", [], "hit", []),

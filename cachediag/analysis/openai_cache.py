@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 
-from cachediag.analysis.causes import Diagnosis, MissEvidence, diagnose_miss
+from cachediag.analysis.causes import Cause, Diagnosis, MissEvidence, diagnose_miss
 from cachediag.analysis.ledger import (
     MISS_MIN_TOKENS,
     MISS_READ_SHARE,
@@ -92,6 +92,11 @@ class OpenAILedger(Ledger):
         if kind is not None and idle < window:
             return Outcome.EXPECTED, reprocessed, None, evidence
         diagnosis = diagnose_miss(prev, cur, evidence, window)
+        if diagnosis.causes == (Cause.LIKELY_SERVER_SIDE,) and cur_read > 0:
+            # An earlier part of the prefix was still read, so the entry lived: something
+            # after it changed that the log does not show (Codex records no change of
+            # its instructions file, for one). Not the server's doing.
+            diagnosis = replace(diagnosis, causes=(Cause.UNKNOWN,))
         if diagnosis.source == "capture" and not _captured(prev, cur):
             # Settings the agent's own log recorded (Codex's turn_context, world_state),
             # not request bodies: named as a transcript's model is, ``inferred``.
