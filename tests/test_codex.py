@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from cachediag.analysis.agent_sessions import analyze_agent
 from cachediag.analysis.costs import request_cost_usd
 from cachediag.analysis.openai_cache import analyze_openai_session, readable_prefix
 from cachediag.ingest.agents import AGENTS, read_agent_sessions, session_files
@@ -140,3 +141,26 @@ def test_not_a_rollout(tmp_path: Path) -> None:
 )
 def test_openai_readable_prefix(tokens: int, readable: int) -> None:
     assert readable_prefix(tokens) == readable
+
+
+def test_analyze_agent_home_folder_and_non_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CODEX_HOME", str(HOME))
+    (by_home,) = analyze_agent("codex", [], now=0.0).analyses
+    (by_folder,) = analyze_agent("codex", [HOME], now=0.0).analyses
+    assert by_home.log.source == by_folder.log.source == str(_rollout())
+    assert by_home.main.ledger.misses == 5 and by_home.main.ledger.expected_rebuilds == 1
+    readme = tmp_path / "README.md"
+    readme.write_text("# not a log\n")
+    run = analyze_agent("codex", [readme, tmp_path / "gone"], now=0.0)
+    assert run.analyses == []
+    assert run.errors == [
+        f"{tmp_path / 'gone'}: no such file or folder",
+        f"{readme}: not a codex session log (line 1: {run_reason(readme)})",
+    ]
+
+
+def run_reason(path: Path) -> str:
+    log = read_rollout(path)
+    return log.issues[0].reason

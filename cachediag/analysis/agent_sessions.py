@@ -1,0 +1,83 @@
+"""The sessions of an agent with its own reader (``ingest.agents``), analysed with the
+ledger of the provider that served them: what ``--agent`` reads.
+
+With no path an agent's default home is read (its environment override, else under
+``$HOME``); a folder named is searched for the agent's session files; a file named is
+read as one, and a file that holds none of the agent's lines is an error, as a non-log
+is for Claude Code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cachediag.analysis.openai_cache import analyze_openai_session
+from cachediag.analysis.session_analysis import SessionAnalysis, analyze_session
+from cachediag.ingest import codex
+from cachediag.ingest.agents import AGENTS, session_files
+from cachediag.model import LineIssue, SessionLog
+
+Analyzer = Callable[[SessionLog, float], SessionAnalysis]
+
+LEDGERS: dict[str, Analyzer] = {codex.FORMAT: analyze_openai_session}
+"""The provider's ledger for each format an agent reader writes (Claude Code's own
+ledger for the rest)."""
+
+
+def analyze_log(log: SessionLog, now: float) -> SessionAnalysis:
+    return LEDGERS.get(log.format, analyze_session)(log, now)
+
+
+@dataclass(slots=True)
+class AgentRun:
+    """What ``--agent NAME`` read: each session analysed, what was skipped, what failed."""
+
+    analyses: list[SessionAnalysis] = field(default_factory=list)
+    issues: list[LineIssue] = field(default_factory=list)
+    unreadable: list[LineIssue] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    """One line per path that is not one of the agent's logs (exit 1)."""
+
+
+def _files(name: str, paths: list[Path]) -> tuple[list[Path], list[str]]:
+    if not paths:
+        return session_files(name), []
+    pattern = AGENTS[name].pattern.rsplit("/", 1)[-1]
+    found: list[Path] = []
+    errors = []
+    for path in paths:
+        if path.is_dir():
+            found += sorted(p for p in path.rglob(pattern) if p.is_file() and not p.is_symlink())
+        elif path.is_file():
+            found.append(path)
+        else:
+            errors.append(f"{path}: no such file or folder")
+    return found, errors
+
+
+def _is_log(log: SessionLog) -> bool:
+    return any(s.items for s in log.streams.values()) or log.cwd is not None
+
+
+def analyze_agent(name: str, paths: list[Path], now: float) -> AgentRun:
+    """Every session of agent ``name`` under ``paths`` (none: its home), analysed."""
+    reader = AGENTS[name].reader
+    if reader is None:
+        raise ValueError(f"{name} sessions are read by the Claude Code pipeline")
+    files, errors = _files(name, paths)
+    run = AgentRun(errors=errors)
+    for path in files:
+        log = reader(path)
+        run.unreadable += log.unreadable
+        if log.unreadable:
+            continue
+        if not _is_log(log):
+            first = log.issues[0] if log.issues else None
+            why = f" (line {first.line}: {first.reason})" if first else " (empty)"
+            run.errors.append(f"{path}: not a {name} session log{why}")
+            continue
+        run.issues += log.issues
+        run.analyses.append(analyze_log(log, now))
+    return run
