@@ -15,7 +15,6 @@ from cachediag.cli.common import EPOCH, pricing_option
 from cachediag.cli.window import window_options
 from cachediag.commands.analyze import (
     SessionJson,
-    TimeOrder,
     json_lines,
     table_progress,
     writes_json,
@@ -24,7 +23,7 @@ from cachediag.commands.options import JOBS
 from cachediag.commands.window import Bound, first_at, in_window, resolve_window, zone_or_local
 from cachediag.console import finish_reading
 
-__all__ = ["SessionJson", "TimeOrder", "analyze", "first_at", "in_window", "table_progress"]
+__all__ = ["analyze"]
 
 
 @click.command()

@@ -15,14 +15,14 @@ import click
 from cachediag.cli.captures import captures_option
 from cachediag.cli.common import pricing_option
 from cachediag.cli.window import window_options
-from cachediag.commands.audit import AuditInputs, audit_report, iso_bound
+from cachediag.commands.audit import AuditInputs, audit_report
 from cachediag.commands.options import BY_CHOICES, BY_DEFAULT, JOBS, TOP
 from cachediag.console import emit_json, finish_reading
 
 if TYPE_CHECKING:
     from cachediag.pipeline_audit import AuditRun
 
-__all__ = ["BY_CHOICES", "AuditInputs", "audit", "audit_inputs", "iso_bound", "report_run_errors"]
+__all__ = ["BY_CHOICES", "audit", "audit_inputs", "one_by", "report_run_errors"]
 
 R = TypeVar("R")
 

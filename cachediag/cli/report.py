@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from cachediag.cli.audit import AuditInputs, audit_inputs, iso_bound, report_run_errors
+from cachediag.cli.audit import audit_inputs, report_run_errors
+from cachediag.commands.audit import AuditInputs, iso_bound
 from cachediag.errors import CachediagError
 
 if TYPE_CHECKING:

@@ -16,7 +16,6 @@ import click
 from cachediag.commands.window import BOUND_HELP, Bound, local_zone, parse_bound, usable
 
 # Where cli/watch.py still looks for them (the others import cachediag.commands.window):
-from cachediag.commands.window import Window as Window
 from cachediag.commands.window import resolve_window as resolve_window
 from cachediag.commands.window import zone_or_local as zone_or_local
 
