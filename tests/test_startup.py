@@ -353,7 +353,7 @@ def test_quick_audit_leaves_datasets_to_click(tmp_path: Path) -> None:
 def test_forks_only_when_the_other_folders_hold_enough(monkeypatch: pytest.MonkeyPatch) -> None:
     from cachediag import parallel
 
-    monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda _: {0, 1}, raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _: {0, 1}, raising=False)
     mib = 1 << 20
     assert parallel.workers_for([9 * mib, 1 * mib]) == 1  # one folder holds nearly all
     assert parallel.workers_for([100 * mib]) == 1
