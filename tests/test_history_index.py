@@ -208,3 +208,16 @@ def test_two_processes_updating_at_once_never_corrupt_it(history: Path, tmp_path
     assert set(index["files"]) == set(paths)
     rows, _ = indexed(paths, Path(cache))
     assert rows == fresh(paths)
+
+
+def test_past_its_deadline_it_stops_saves_what_it_read_and_says_so(
+    history: Path, tmp_path: Path
+) -> None:
+    cache = str(tmp_path / "cache")
+    paths = files_of(history)
+    stats = Stats()
+    rows = rows_by_file(paths, parse, CODEC, kind="test", root=cache, stats=stats, deadline=0.0)
+    assert stats.incomplete and stats.read == 0 and rows == [[] for _ in paths]
+    stats = Stats()
+    rows = rows_by_file(paths, parse, CODEC, kind="test", root=cache, stats=stats)
+    assert not stats.incomplete and rows == fresh(paths)

@@ -25,6 +25,7 @@ left to the caller (the ``OSError`` is raised), as a read without the index woul
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -57,6 +58,9 @@ class Stats:
     read: int = 0
     gone: int = 0
     parsed_bytes: int = 0
+    incomplete: bool = False
+    """The deadline passed before every file was brought up to date: the rows of those
+    left are what the index held (none for a new file); the next call goes on."""
 
 
 def rows_by_file(
@@ -67,8 +71,11 @@ def rows_by_file(
     kind: str,
     root: str | None = None,
     stats: Stats | None = None,
+    deadline: float | None = None,
 ) -> list[list[Row]]:
-    """The rows of each of ``paths``, in order, kept in the index ``kind``."""
+    """The rows of each of ``paths``, in order, kept in the index ``kind``. Past
+    ``deadline`` (``time.monotonic``) no more file is read: what was read is saved and
+    ``stats.incomplete`` says the answer is not whole (the status line's budget)."""
     stats = stats if stats is not None else Stats()
     where = store.index_path(kind, root)
     files = _load(where, codec.schema)["files"]
@@ -80,6 +87,12 @@ def rows_by_file(
         files = index["files"]
         out: list[list[Row]] = []
         for path in paths:
+            if deadline is not None and not stats.incomplete and time.monotonic() > deadline:
+                stats.incomplete = True
+            if stats.incomplete:
+                kept = files.get(path)
+                out.append([] if kept is None else _decode(kept, codec))
+                continue
             entry = _refresh(path, files.get(path), parse, codec, stats)
             if entry is None:
                 files.pop(path, None)
