@@ -1,10 +1,12 @@
 """Tokens and dollars of a set of requests, and the per-request columns they are summed
-from. Pure: no I/O.
+from. Pure: no I/O; prices come in as a ``PriceFn``.
 
-An audit sums every request into its session's totals and into one group per
-breakdown (day, model, cause...). ``Rows`` keeps a session's requests as columns and
-sums each group once, in request order, so the sums are those of adding the requests
-one by one.
+``Totals`` is the one running-total type: an audit sums every request into its
+session's totals and into one group per breakdown (day, model, cause...); ``analyze``
+sums each session (``session_totals``: tokens deduplicated per response, as the ledgers
+count them, and, given prices, each request priced once) into the line under its
+reports (``SessionTotals``). ``Rows`` keeps a session's requests as columns and sums each
+group once, in request order, so the sums are those of adding the requests one by one.
 """
 
 from __future__ import annotations
@@ -12,10 +14,16 @@ from __future__ import annotations
 import operator
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import reduce
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from cachediag.analysis.costs import EntryCost, PriceFn, entry_cost
+from cachediag.analysis.ledger import LedgerEntry, Outcome
+
+if TYPE_CHECKING:  # annotations only: session_analysis needs nothing from here
+    from cachediag.analysis.session_analysis import SessionAnalysis
 
 
 @dataclass(slots=True)
@@ -62,6 +70,70 @@ class Totals:
         if self.cost_usd <= 0:
             return None
         return (self.miss_cost_usd + self.rebuild_cost_usd) / self.cost_usd
+
+
+def session_totals(a: SessionAnalysis, price_of: PriceFn | None = None) -> Totals:
+    """One session's ``Totals`` over all its streams. Counts and tokens are the ledgers'
+    (each API response once); costs only with ``price_of``, each request priced as its
+    own JSON line prices it (``entry_cost``: a provider's reported cost first), costs of
+    unpriced requests never counted as $0."""
+    return _session_sums(a, price_of)[0]
+
+
+def _session_sums(a: SessionAnalysis, price_of: PriceFn | None) -> tuple[Totals, float]:
+    """``session_totals``, and what misses and rebuilds paid together, summed in request
+    order as the session's cost line sums it (``miss + rebuild`` may differ in the last
+    bit, and a printed cent with it)."""
+    t = Totals()
+    recache = 0.0
+    for s in a.streams:
+        led = s.ledger
+        t.requests += led.requests
+        t.input_tokens += led.input_tokens
+        t.cache_read_tokens += led.read_tokens
+        t.cache_creation_tokens += led.creation_tokens
+        t.output_tokens += led.output_tokens
+        t.misses += led.misses
+        t.expected_rebuilds += led.expected_rebuilds
+        for e in s.entries:
+            t.reprocessed_tokens += e.reprocessed_tokens
+            if price_of is not None:
+                recache += _add_cost(t, e, entry_cost(e, price_of))
+    return t, recache
+
+
+def _add_cost(t: Totals, e: LedgerEntry, c: EntryCost) -> float:
+    """Adds a priced request to ``t``; returns what its miss or rebuild paid."""
+    if c.cost_usd is None:
+        t.unpriced_requests += 1
+        return 0.0
+    t.cost_usd += c.cost_usd
+    paid = c.miss_cost_usd or 0.0
+    if e.outcome is Outcome.MISS:
+        t.miss_cost_usd += paid
+    elif e.outcome is Outcome.EXPECTED:
+        t.rebuild_cost_usd += paid
+    return paid
+
+
+@dataclass(slots=True)
+class SessionTotals:
+    """What several sessions add up to, for the line under ``analyze``'s reports."""
+
+    sessions: int = 0
+    priced: bool = False
+    """Prices were looked up (``totals.unpriced_requests`` of the requests had none)."""
+    totals: Totals = field(default_factory=Totals)
+    recache_usd: float = 0.0
+    """``totals.miss_cost_usd + totals.rebuild_cost_usd``, summed as the sessions' own
+    cost lines sum them, so the total shows the cents their figures add up to."""
+
+    def add(self, a: SessionAnalysis, price_of: PriceFn | None) -> None:
+        self.sessions += 1
+        self.priced = self.priced or price_of is not None
+        t, recache = _session_sums(a, price_of)
+        self.totals.add(t)
+        self.recache_usd += recache
 
 
 # Floats are added one by one, left to right, as a running ``Totals`` adds them.

@@ -22,6 +22,7 @@ from cachediag.analysis.costs import (
 )
 from cachediag.analysis.ledger import LedgerEntry, Outcome
 from cachediag.analysis.summary import PromptCache
+from cachediag.analysis.totals import session_totals
 from cachediag.jsonsafe import escape_json as escape_json  # re-exported: report's name
 from cachediag.jsonsafe import escape_json_utf8 as escape_json_utf8
 
@@ -326,18 +327,11 @@ def session_dict(
 
 def totals_dict(a: SessionAnalysis) -> dict[str, int]:
     """Token totals over every stream, deduplicated per API response."""
-    totals = {
-        "requests": 0,
-        "input_tokens": 0,
-        "cache_read_tokens": 0,
-        "cache_creation_tokens": 0,
-        "output_tokens": 0,
+    t = session_totals(a)
+    return {
+        "requests": t.requests,
+        "input_tokens": t.input_tokens,
+        "cache_read_tokens": t.cache_read_tokens,
+        "cache_creation_tokens": t.cache_creation_tokens,
+        "output_tokens": t.output_tokens,
     }
-    for s in a.streams:
-        led = s.ledger
-        totals["requests"] += led.requests
-        totals["input_tokens"] += led.input_tokens
-        totals["cache_read_tokens"] += led.read_tokens
-        totals["cache_creation_tokens"] += led.creation_tokens
-        totals["output_tokens"] += led.output_tokens
-    return totals

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import UTC, tzinfo
 
 from rich.console import Console, RenderableType
@@ -12,6 +11,7 @@ from cachediag.analysis.costs import PriceFn, entry_cost, total_costs
 from cachediag.analysis.ledger import LedgerEntry, Outcome
 from cachediag.analysis.session_analysis import SessionAnalysis, StreamAnalysis
 from cachediag.analysis.summary import PromptCache
+from cachediag.analysis.totals import SessionTotals as SessionTotals  # cli/analyze's name
 from cachediag.report.clock import format_clock, format_minute, local_time, zone_label
 from cachediag.report.layout import Column, compact_count, fitted_table, text_lines
 from cachediag.text import sanitize
@@ -256,51 +256,22 @@ def print_session(
         console.print(part, soft_wrap=isinstance(part, Text))
 
 
-@dataclass(slots=True)
-class SessionTotals:
-    """What several sessions add up to, for the line under ``analyze``'s reports."""
-
-    sessions: int = 0
-    requests: int = 0
-    misses: int = 0
-    expected_rebuilds: int = 0
-    cost_usd: float = 0.0
-    miss_cost_usd: float = 0.0
-    unpriced_requests: int = 0
-    priced: bool = False
-    priced_over: int = 0
-    """The requests prices were looked up for (``unpriced_requests`` of them had none)."""
-
-    def add(self, a: SessionAnalysis, price_of: PriceFn | None) -> None:
-        self.sessions += 1
-        for s in a.streams:
-            pc = s.prompt_cache
-            self.requests += pc.requests
-            self.misses += pc.misses
-            self.expected_rebuilds += pc.expected_rebuilds
-        if price_of is not None:
-            entries = [e for s in a.streams for e in s.entries]
-            c = total_costs(entries, price_of)
-            self.priced_over += len(entries)
-            self.priced = True
-            self.cost_usd += c.cost_usd or 0.0
-            self.miss_cost_usd += c.miss_cost_usd or 0.0
-            self.unpriced_requests += c.unpriced_requests
-
-
-def totals_lines(t: SessionTotals, *, width: int = 80) -> list[RenderableType]:
-    """``Total: 3 sessions · 157 requests (all streams) · 4 misses · ...``."""
+def totals_lines(run: SessionTotals, *, width: int = 80) -> list[RenderableType]:
+    """``Total: 3 sessions · 157 requests (all streams) · 4 misses · ...``: the sums of
+    ``analysis.totals``, formatted."""
+    t = run.totals
     parts = [
-        f"Total: {plural(t.sessions, 'session')}",
+        f"Total: {plural(run.sessions, 'session')}",
         f"{plural(t.requests, 'request')} (all streams)",
         plural(t.misses, "miss", "misses"),
     ]
     if t.expected_rebuilds:
         parts.append(plural(t.expected_rebuilds, "expected rebuild"))
-    if t.priced:
+    if run.priced:
+        recache = run.recache_usd
         parts += [
-            f"cost {group_usd(t.cost_usd, t.priced_over, t.unpriced_requests)}",
-            f"misses and rebuilds {group_usd(t.miss_cost_usd, t.priced_over, t.unpriced_requests)}",
+            f"cost {group_usd(t.cost_usd, t.requests, t.unpriced_requests)}",
+            f"misses and rebuilds {group_usd(recache, t.requests, t.unpriced_requests)}",
         ]
         if t.unpriced_requests:
             parts.append(f"{plural(t.unpriced_requests, 'request')} unpriced, not counted")
