@@ -1,0 +1,133 @@
+"""Per-request usage rows of Claude Code transcripts, as ccusage counts them, read through
+the history index.
+
+A row is one transcript line with ``message.usage`` (input and output token counts that
+are numbers) and a ``timestamp`` string: its time, session, model, message and request
+ids (the pair ccusage deduplicates on), the four token counts and the line's own
+``costUSD`` when it has one. Each line is read on its own, so a file cut at line
+boundaries gives, part by part, the rows of the whole file: the index's rule.
+
+``usage_rows(paths)`` is the seam: the rows of each file, from the index unless
+``index=False`` (``--no-index``: every file read again, the same bytes out).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from cachediag.history.index import RowCodec, Stats, rows_by_file
+from cachediag.safefiles import open_regular
+
+try:
+    from orjson import loads as _loads
+except ImportError:  # pragma: no cover - orjson is a dependency; json is the fallback
+    from json import loads as _loads  # type: ignore[assignment]
+
+
+class UsageRow(NamedTuple):
+    timestamp: str
+    session_id: str | None
+    model: str | None
+    message_id: str | None
+    request_id: str | None
+    input_tokens: int
+    output_tokens: int
+    cache_creation_tokens: int
+    cache_read_tokens: int
+    cost_usd: float | None
+
+    @property
+    def dedup_key(self) -> str | None:
+        """``message.id:requestId``, ccusage's key for one response written twice (a
+        resumed session, a copied file); ``None`` when either is missing."""
+        if self.message_id is None or self.request_id is None:
+            return None
+        return f"{self.message_id}:{self.request_id}"
+
+
+SCHEMA = "usage-row-1:" + ",".join(UsageRow._fields)
+CODEC: RowCodec[UsageRow] = RowCodec(SCHEMA, list, lambda values: UsageRow(*values))
+KIND = "usage"
+
+
+def _tokens(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if not math.isfinite(value) or value < 0:
+        return None
+    return int(value)
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def row_of(obj: Any) -> UsageRow | None:
+    """The row of one parsed line, or ``None`` when it is not a usage line."""
+    if not isinstance(obj, dict):
+        return None
+    message = obj.get("message")
+    timestamp = obj.get("timestamp")
+    if not isinstance(message, dict) or not isinstance(timestamp, str):
+        return None
+    usage = message.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    given, made = _tokens(usage.get("input_tokens")), _tokens(usage.get("output_tokens"))
+    if given is None or made is None:
+        return None
+    cost = obj.get("costUSD")
+    if isinstance(cost, bool) or not isinstance(cost, int | float) or not math.isfinite(cost):
+        cost = None
+    return UsageRow(
+        timestamp,
+        _text(obj.get("sessionId")),
+        _text(message.get("model")),
+        _text(message.get("id")),
+        _text(obj.get("requestId")),
+        given,
+        made,
+        _tokens(usage.get("cache_creation_input_tokens")) or 0,
+        _tokens(usage.get("cache_read_input_tokens")) or 0,
+        None if cost is None else float(cost),
+    )
+
+
+def parse(path: str, data: bytes, start: int) -> list[UsageRow]:
+    """The rows of complete lines ``data`` (from byte ``start`` of ``path``)."""
+    rows = []
+    for line in data.split(b"\n"):
+        if b'"usage"' not in line:
+            continue  # most lines: no parse at all
+        try:
+            row = row_of(_loads(line))
+        except ValueError:
+            continue
+        if row is not None:
+            rows.append(row)
+    return rows
+
+
+def usage_rows(
+    paths: Sequence[str],
+    *,
+    index: bool = True,
+    root: str | None = None,
+    stats: Stats | None = None,
+    deadline: float | None = None,
+) -> list[list[UsageRow]]:
+    """The usage rows of each of ``paths``, in order; a file that is gone has none."""
+    if index:
+        return rows_by_file(
+            paths, parse, CODEC, kind=KIND, root=root, stats=stats, deadline=deadline
+        )
+    out = []
+    for path in paths:
+        try:
+            with open_regular(path) as fp:  # a FIFO is refused, never waited on
+                out.append(parse(path, fp.read(), 0))
+        except FileNotFoundError:
+            out.append([])
+    return out

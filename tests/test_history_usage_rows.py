@@ -1,0 +1,79 @@
+"""Usage rows through the index equal those read without it, over a copy of the corpus
+changed between runs; a row is what ccusage counts from a line."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cachediag.history.index import Stats
+from cachediag.history.usage_rows import UsageRow, parse, row_of, usage_rows
+from tests.conftest import ROOT
+
+CORPUS = ROOT.parent / "shared" / "corpus" / "claude-code"
+
+
+def test_a_row_is_a_line_with_usage_numbers_and_a_time() -> None:
+    line = {
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "sessionId": "s",
+        "requestId": "req_1",
+        "costUSD": 0.5,
+        "message": {
+            "id": "msg_1",
+            "model": "claude-opus-4-5",
+            "usage": {
+                "input_tokens": 3,
+                "output_tokens": 4,
+                "cache_creation_input_tokens": 5,
+                "cache_read_input_tokens": 6,
+            },
+        },
+    }
+    row = row_of(line)
+    assert row == UsageRow(
+        "2026-01-01T00:00:00.000Z", "s", "claude-opus-4-5", "msg_1", "req_1", 3, 4, 5, 6, 0.5
+    )
+    assert row is not None and row.dedup_key == "msg_1:req_1"
+    broken: object
+    for broken in (
+        {**line, "timestamp": 5},
+        {**line, "message": {"usage": {"input_tokens": "3", "output_tokens": 4}}},
+        {**line, "message": {"usage": {"input_tokens": 3}}},
+        {**line, "message": "x"},
+        [],
+    ):
+        assert row_of(broken) is None
+    data = (json.dumps(line) + '\n{not json "usage"\n' + json.dumps(line)).encode()
+    assert parse("x", data, 0) == [row, row]
+
+
+def test_with_and_without_the_index_the_rows_are_the_same(tmp_path: Path) -> None:
+    if not CORPUS.is_dir():
+        pytest.skip("no shared corpus")
+    tree = tmp_path / "projects"
+    shutil.copytree(CORPUS, tree)
+    cache = str(tmp_path / "cache")
+    paths = sorted(str(p) for p in tree.rglob("*.jsonl"))
+
+    def check() -> Stats:
+        stats = Stats()
+        got = usage_rows(paths, root=cache, stats=stats)
+        assert got == usage_rows(paths, index=False)
+        return stats
+
+    assert check().read == len(paths)
+    assert check().unchanged == len(paths)
+    big = max(paths, key=os.path.getsize)
+    last = Path(big).read_bytes().splitlines()[-1]
+    with open(big, "ab") as fp:
+        fp.write(last + b"\n")
+    assert check().appended == 1
+    Path(paths[0]).write_bytes(Path(paths[0]).read_bytes()[:1000])
+    os.unlink(paths[1])
+    stats = check()
+    assert stats.read == 1 and stats.gone == 1
