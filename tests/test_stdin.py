@@ -121,9 +121,9 @@ def test_an_empty_or_blank_redirected_file_means_the_history(
 @pytest.mark.parametrize(
     ("name", "piped"),
     [
-        ("analyze", b'"session_id": "d6e0bada'),
+        ("analyze", b'"session_id":"d6e0bada'),
         ("audit", b'"sessions":1,'),
-        ("explain", b'"source": "-"'),
+        ("explain", b'"source":"-"'),
     ],
 )
 def test_a_silent_pipe_gets_a_hint_and_is_still_read(

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 import click
 
 from cachediag.cli.common import USD, pricing_option
-from cachediag.cli.window import Bound, resolve_window, window_options, zone_or_local
+from cachediag.cli.window import window_options
+from cachediag.commands.window import Bound, resolve_window, zone_or_local
 from cachediag.console import report_issues, silence_stdout
 from cachediag.errors import InputError
 
