@@ -98,6 +98,30 @@ def _parts(content: Any) -> list[Any]:
     return []
 
 
+def _sent_part(part: Any) -> Any:
+    """A part as the API receives it, without the ids the CLI rewrites on resume."""
+    if not isinstance(part, dict):
+        return part
+    for key in ("functionCall", "functionResponse"):
+        inner = part.get(key)
+        if isinstance(inner, dict):
+            return {key: {k: v for k, v in inner.items() if k != "id"}}
+    return part
+
+
+def sent_parts(message: JsonObject) -> list[Any]:
+    """What a message resends: its content, and a ``gemini`` message's tool calls (kept
+    in ``toolCalls`` while the turn runs, written as ``functionCall`` parts on resume)."""
+    parts = [_sent_part(p) for p in _parts(message.get("content"))]
+    calls = message.get("toolCalls")
+    if isinstance(calls, list):
+        for call in calls:
+            if isinstance(call, dict) and isinstance(call.get("name"), str):
+                fn = {"name": call["name"], "args": call.get("args")}
+                parts.append({"functionCall": fn})
+    return parts
+
+
 def context_prints(content: Any) -> tuple[str, str]:
     """The session-context message's two hashes: its ``<loaded_context>`` (GEMINI.md and
     other memory files) and everything else (date, folders)."""
@@ -119,19 +143,24 @@ class _Chat:
     """What the files said so far: the conversation the next call resends."""
 
     seen: set[str] = field(default_factory=set)
-    conversation: list[tuple[str, str]] = field(default_factory=list)  # (role, hash)
+    conversation: list[tuple[str, str, str]] = field(default_factory=list)  # id, role, hash
     instructions: str | None = None
     new_process: bool = True
     records: list[GeminiRequest] = field(default_factory=list)
     replayed: int = 0
 
-    def message_print(self, message: JsonObject) -> tuple[str, str]:
+    def message_print(self, message: JsonObject) -> tuple[str, str, str]:
+        msg_id = message.get("id")
+        key = msg_id if isinstance(msg_id, str) else ""
         role = "model" if message.get("type") == "gemini" else str(message.get("type"))
         if _is_context(message):
             loaded, rest = context_prints(message.get("content"))
             self.instructions = loaded
-            return role, rest
-        return role, _digest(_parts(message.get("content")))
+            return key, role, rest
+        # The id is part of the print: a resume inserts messages of its own (a tool
+        # call's ``<id>_response``, sent beside the stored response), which is a rewrite
+        # even where their content repeats an earlier message's.
+        return key, role, _digest([key, sent_parts(message)])
 
     def rewrite(self, messages: list[Any]) -> None:
         """``$set.messages``: the history a process start loaded (what it resends)."""
@@ -149,12 +178,19 @@ class _Chat:
                 self.replayed += 1
         self.conversation = conversation
 
+    def update(self, message: JsonObject) -> None:
+        """A message written again under its id (its tool calls done): its content now."""
+        found = self.message_print(message)
+        for i, (key, _, _) in enumerate(self.conversation):
+            if key == found[0]:
+                self.conversation[i] = found
+
     def fingerprint(self, model: str | None) -> Fingerprint:
         return Fingerprint(
             model=model,
             system_hashes=None if self.instructions is None else (self.instructions,),
-            message_hashes=tuple(h for _, h in self.conversation),
-            message_roles=tuple(r for r, _ in self.conversation),
+            message_hashes=tuple(h for _, _, h in self.conversation),
+            message_roles=tuple(r for _, r, _ in self.conversation),
         )
 
     def add_call(self, message: JsonObject, line: int | None) -> None:
@@ -185,6 +221,10 @@ class _Chat:
     def feed(self, obj: JsonObject, line: int, log: SessionLog) -> None:
         update = obj.get("$set")
         if isinstance(update, dict):
+            if isinstance(update.get("sessionId"), str):
+                # Every resume says so, in the file it resumes, even when its header went
+                # to a new file (a resume in a new minute).
+                self.new_process = True
             if isinstance(update.get("messages"), list):
                 self.rewrite(update["messages"])
             return
@@ -201,10 +241,10 @@ class _Chat:
         if not isinstance(msg_id, str):
             raise BadLine("message without an id")
         if msg_id in self.seen:
-            if isinstance(obj.get("tokens"), dict):
-                self.replayed += 1
+            self.update(obj)  # the first copy's tokens stay the call's
             return
         self.seen.add(msg_id)
+        # The call's settings are those before its own answer joins the conversation.
         if kind == "gemini" and isinstance(obj.get("tokens"), dict):
             self.add_call(obj, line)
         self.conversation.append(self.message_print(obj))
