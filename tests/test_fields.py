@@ -28,10 +28,11 @@ from hypothesis import strategies as st
 from cachediag.ingest import fields
 from cachediag.ingest.anthropic import parse_timestamp
 from cachediag.ingest.discover import discover
-from cachediag.ingest.fields import AT, TIMESTAMP, fields_of, numbered_fields, py_pick
-from cachediag.ingest.lines import OVERLONG, BadLine, parse_numbered
+from cachediag.ingest.fields import fields_of, pick_fields, py_pick
+from cachediag.ingest.jsonl import OVERLONG, BadLine, parse_numbered
 from cachediag.ingest.native import FIELDS_API, load_picker
 from cachediag.ingest.reader import read_sessions, read_stdin
+from cachediag.ingest.stages import AT, TIMESTAMP
 from cachediag.model import LineIssue, SessionLog
 from tests.conftest import REAL, corpus_if_present
 
@@ -287,7 +288,7 @@ def test_leap_days_and_ends_of_years() -> None:
         assert got is not None and got[AT] == parse_timestamp(text)
 
 
-def test_numbered_fields_reports_bad_lines_as_parse_numbered() -> None:
+def test_pick_fields_reports_bad_lines_as_parse_numbered() -> None:
     numbered = list(
         enumerate(
             [b'{"type":"user"}\n', b"  \n", b"{oops}\n", b"[1]\n", OVERLONG, b'{"a":"\xff"}\n'],
@@ -297,7 +298,7 @@ def test_numbered_fields_reports_bad_lines_as_parse_numbered() -> None:
     numbered.append((7, b'{"type":"assistant"'))
     issues_a: list[LineIssue] = []
     issues_b: list[LineIssue] = []
-    got = list(numbered_fields(numbered, "f", issues_a))
+    got = list(pick_fields(numbered, "f", issues_a))
     want = list(parse_numbered(numbered, "f", issues_b))
     assert [n for n, _ in got] == [n for n, _ in want] == [1]
     assert got[0][1] == fields_of(want[0][1])

@@ -16,7 +16,7 @@ from cachediag.ingest.anthropic import (
     usage_fields,
     usage_record,
 )
-from cachediag.ingest.lines import BadLine
+from cachediag.ingest.jsonl import BadLine
 from cachediag.ingest.transcript import TranscriptReader
 from cachediag.model import RequestRecord, ServerReason, SessionLog, StreamKind
 

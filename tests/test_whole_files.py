@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cachediag.errors import NotALogError
-from cachediag.ingest import files, reader, sniff
+from cachediag.ingest import files, lines, reader, sniff
 from cachediag.ingest.discover import discover
 from cachediag.ingest.reader import read_sessions
 from cachediag.model import SessionLog
@@ -29,9 +29,7 @@ def _read_tree(root: Path, whole: bool, monkeypatch: pytest.MonkeyPatch) -> list
         monkeypatch.setattr(
             reader,
             "_read_lone_transcript",
-            lambda src, _path, claimed, opened: reader._read_transcript_session(
-                src, claimed, opened
-            ),
+            lambda src, _path, claimed, _found: reader._read_transcript_session(src, claimed),
         )
     out: list[object] = []
     claimed: reader.Claims = {}
@@ -143,7 +141,7 @@ def test_a_read_that_fails_half_way_reads_as_the_general_path_says(
         raise OSError(5, "Input/output error")
 
     monkeypatch.setattr(sniff, "SMALL_FILE_BYTES", -1)
-    monkeypatch.setattr(sniff, "scan_lines", failing)
+    monkeypatch.setattr(lines, "scan_lines", failing)
     (short,) = read_sessions(src)
     general = reader._read_transcript_session(src, None)
     assert short == general

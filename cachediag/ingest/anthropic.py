@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from cachediag.ingest.lines import BadLine, JsonObject
+from cachediag.ingest.jsonl import BadLine, JsonObject
 from cachediag.model import RequestRecord, ServerReason, Ttl
 
 LATEST_EPOCH_S = 253_402_300_799.0

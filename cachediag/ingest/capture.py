@@ -19,7 +19,7 @@ from cachediag.ingest.fingerprint import (
     canonical_json,
     fingerprint_request,
 )
-from cachediag.ingest.lines import BadLine, JsonObject, iter_objects, parse_line
+from cachediag.ingest.jsonl import BadLine, JsonObject, iter_objects, parse_line
 from cachediag.ingest.openai import is_openai_usage, parse_openai_sse, response_record
 from cachediag.ingest.openai_fingerprint import ResponseChain, fingerprint_openai_request
 from cachediag.ingest.threads import name_threads, split_threads

@@ -1,22 +1,24 @@
-"""Format detection from content, never from file names: the one place that decides."""
+"""The detect stage (``ingest.stages``): format detection from content, never from file
+names, the one place that decides; and, for a transcript, the needles its scan needs."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
 from cachediag.errors import NotALogError
-from cachediag.ingest.lines import OVERLONG, BadLine, JsonObject, parse_line
+from cachediag.ingest.jsonl import OVERLONG, BadLine, JsonObject, parse_line
+from cachediag.ingest.native import PICKER
+from cachediag.ingest.needles import SPACED_SIDECHAIN, WANTED, chain_needles, needles_for
+from cachediag.ingest.stages import SESSION, TYPE, UUID, Detected, Sniffed
+from cachediag.ingest.stages import SNIFF_LINES as SNIFF_LINES
+from cachediag.ingest.stages import SSE_STARTS as SSE_STARTS
 
-SNIFF_LINES = 20
 CLAUDE_CODE = "claude-code"
 API_CAPTURE = "api-capture"
 API_USAGE = "api-usage"
 SSE_TEXT = "sse-text"
 RECORDS = "cachediag-records"
 OTEL = "claude-code-otel"
-
-SSE_STARTS = (b"event:", b"data:")
-"""How the lines of an event stream start."""
 _TRANSCRIPT_KEYS = ("sessionId", "uuid", "leafUuid", "messageId")
 
 
@@ -93,3 +95,57 @@ def detect_format(head: Iterable[bytes], source: str) -> str:
         f"API request/response records, API responses with usage, OpenTelemetry exports "
         f"or cachediag records in the first {seen} lines)"
     )
+
+
+def detect(sniffed: Sniffed, follow_chains: bool = True) -> Detected:
+    """The format of a sniffed input, or why it is not a log, and the needles to scan it
+    for (``follow_chains``: its inline sidechains are to be linked, as a main file's or
+    stdin's are; an agent file's are not)."""
+    try:
+        fmt = _format_of(sniffed)
+    except NotALogError as exc:
+        return Detected(sniffed, None, exc)
+    return Detected(sniffed, fmt, None, _needles(sniffed, follow_chains))
+
+
+def _format_of(sniffed: Sniffed) -> str:
+    if sniffed.data is None:
+        return detect_format(sniffed.head, sniffed.source)
+    block = sniffed.block
+    if sniffed.plain and _transcript_first(block):
+        return CLAUDE_CODE
+    # Anything unusual is looked at line by line, as a stream's first lines are.
+    return detect_format(_lines_of(block), sniffed.source)
+
+
+def _needles(sniffed: Sniffed, follow_chains: bool) -> tuple[bytes, ...]:
+    """``needles.needles_for`` of the first lines (sniff found a whole file's versions)."""
+    if sniffed.data is None:
+        return needles_for(sniffed.head, follow_chains)
+    if not follow_chains or sniffed.v2:
+        return WANTED
+    return chain_needles(SPACED_SIDECHAIN in sniffed.block)
+
+
+def _transcript_first(block: bytes) -> bool:
+    """True when the block's first line is a transcript line (it decides the format)."""
+    first = block[: block.find(b"\n") + 1 or len(block)]
+    if not first or first.isspace():
+        return False
+    if PICKER is not None:  # picks a few fields where orjson would build every one
+        # A JSON object whose type is a string, with a uuid or session id (strings), is
+        # a transcript line; a line with neither needs the whole object to tell.
+        fields = PICKER(first)
+        if fields is not None and fields[TYPE] is not None and (fields[UUID] or fields[SESSION]):
+            return True
+    try:
+        return looks_like_transcript(parse_line(first))
+    except BadLine:
+        return False
+
+
+def _lines_of(block: bytes) -> list[bytes]:
+    """The lines of ``block``, each with its newline, as ``sniff.peek`` reads them."""
+    lines = block.split(b"\n")
+    last = lines.pop()
+    return [line + b"\n" for line in lines] + ([last] if last else [])

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from cachediag.errors import InputError
 from cachediag.ingest.files import open_found
-from cachediag.ingest.lines import BadLine, parse_line
+from cachediag.ingest.jsonl import BadLine, parse_line
 from cachediag.ingest.transcript import agent_kind
 from cachediag.ingest.walk import FileStat, OnError, jsonl_files, walk_jsonl
 from cachediag.model import LineIssue, StreamKind

@@ -1,4 +1,5 @@
-"""The fields of a Claude Code transcript line that the reader uses, and nothing else.
+"""The pick stage (``ingest.stages``): the fields of a Claude Code transcript line that
+the reader uses, and nothing else (``stages.LineFields``).
 
 A transcript line is mostly content (text, thinking, tool input) that no count needs,
 and half the assistant lines are later copies of a response already read (one line per
@@ -14,52 +15,14 @@ Standard library only (and the optional compiled picker): the status line import
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import Any, Final
+from collections.abc import Iterable
+from typing import Any
 
-from cachediag.ingest.anthropic import (
-    ReasonCode,
-    UsageFields,
-    applied_edits,
-    reason_code,
-    usage_fields,
-)
-from cachediag.ingest.lines import JsonObject, parse_line, parsed_lines
+from cachediag.ingest.anthropic import applied_edits, reason_code, usage_fields
+from cachediag.ingest.jsonl import JsonObject, parse_line, parsed_lines
 from cachediag.ingest.native import PICKER
+from cachediag.ingest.stages import LineFields, MessageFields, PickedLines
 from cachediag.model import LineIssue
-
-MessageFields = tuple[str | None, str | None, UsageFields | None, ReasonCode, int]
-"""An assistant message: model, id, usage (``None``: not an object), what its
-diagnostics say (``anthropic.reason_code``), its count of applied context edits."""
-
-LineFields = tuple[
-    str | None,  # type
-    str | None,  # uuid
-    Any,  # parentUuid: a str, None (null or missing) or False (any other value)
-    bool,  # isSidechain is true
-    str | None,  # agentId (non-empty)
-    Any,  # timestamp, as written
-    float | None,  # the timestamp's epoch seconds, when the picker read them
-    str | None,  # requestId
-    bool,  # isApiErrorMessage is true
-    str | None,  # subtype
-    bool,  # isCompactSummary is true
-    str | None,  # cwd (non-empty)
-    str | None,  # sessionId (non-empty)
-    MessageFields | None,  # message (None: not an object)
-]
-"""A line's fields, in the picker's order: a str field that is not a str is ``None``."""
-
-# Where each field is (Final: mypy then knows each one's type).
-TYPE: Final = 0
-UUID: Final = 1
-PARENT: Final = 2
-SIDECHAIN: Final = 3
-AGENT: Final = 4
-TIMESTAMP: Final = 5
-AT: Final = 6
-CWD: Final = 11
-SESSION: Final = 12
 
 
 def _text(value: object) -> str | None:
@@ -126,8 +89,9 @@ read_fields = _load()
 lines it leaves (and for every line without it)."""
 
 
-def numbered_fields(
+def pick_fields(
     numbered: Iterable[tuple[int, bytes]], source: str, issues: list[LineIssue]
-) -> Iterator[tuple[int, LineFields]]:
-    """``lines.parse_numbered``, yielding each line's fields instead of its object."""
+) -> PickedLines:
+    """Each scanned line's fields (``jsonl.parse_numbered``, yielding fields instead of
+    objects); a line that is not a JSON object becomes an issue in ``issues``."""
     return parsed_lines(numbered, source, issues, read_fields)

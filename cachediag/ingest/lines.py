@@ -1,99 +1,66 @@
-"""JSON Lines, read leniently: a bad line is counted with its number, never fatal."""
+"""The scan stage (``ingest.stages``): the lines that can matter, found by byte search.
+
+The JSON-line primitives this module once held live in ``ingest.jsonl`` (a leaf every
+reader shares); they are still found here for modules outside ``ingest``.
+"""
 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Iterator
-from typing import IO, Any, TypeVar
+from collections.abc import Iterator
+from typing import IO
 
-try:  # orjson parses the big transcript lines several times faster; json is the fallback.
-    from orjson import JSONDecodeError as _DecodeError
-    from orjson import loads as _loads
-except ImportError:  # pragma: no cover - exercised only without orjson
-    from json import JSONDecodeError as _DecodeError  # type: ignore[assignment]
-    from json import loads as _loads  # type: ignore[assignment]
-
+from cachediag.ingest.jsonl import OVERLONG as OVERLONG
+from cachediag.ingest.jsonl import BadLine as BadLine
+from cachediag.ingest.jsonl import JsonObject as JsonObject
+from cachediag.ingest.jsonl import LineFilter as LineFilter
+from cachediag.ingest.jsonl import iter_objects as iter_objects
+from cachediag.ingest.jsonl import parse_line as parse_line
+from cachediag.ingest.jsonl import parse_numbered as parse_numbered
+from cachediag.ingest.jsonl import parsed_lines as parsed_lines
 from cachediag.ingest.native import SCANNER
 from cachediag.ingest.needles import MAX_LINE_BYTES, py_wanted_lines
-from cachediag.model import LineIssue
-
-JsonObject = dict[str, Any]
-LineFilter = Callable[[bytes], bool]
+from cachediag.ingest.stages import Detected, ScannedLines
 
 
-class BadLine(ValueError):
-    """A line that cannot be used; the message says why without quoting it."""
+def scan(found: Detected) -> ScannedLines:
+    """Numbered lines of a detected input holding one of its needles (or not shaped like
+    an object), in order: a file held whole in one scan, a stream from its peeked head
+    on."""
+    sniffed = found.sniffed
+    if sniffed.data is None:
+        return matching_lines(sniffed.head, sniffed.fp, found.needles)
+    return _lines_holding(sniffed.data, found.needles)
 
 
-_BOM = b"\xef\xbb\xbf"
+def _lines_holding(data: bytes, needles: tuple[bytes, ...]) -> ScannedLines:
+    """``matching_lines`` over a file read whole: one scan (no line of a file held whole
+    can be longer than ``MAX_LINE_BYTES``), a piece at a time (``pieces``)."""
+    line = 1
+    for first, last in pieces(data, 0, len(data)):
+        found, newlines = scan_chunk(data, first, last, needles)
+        for index, start, stop in found:
+            yield line + index, data[start:stop]
+        line += newlines
 
 
-def parse_line(raw: bytes) -> JsonObject:
-    if raw[:3] == _BOM:  # an editor's UTF-8 byte order mark before line 1
-        raw = raw[3:]
-    try:
-        obj = _loads(raw)
-    except UnicodeDecodeError as exc:
-        raise BadLine("not valid UTF-8") from exc
-    except _DecodeError as exc:
-        # orjson reports bad UTF-8 as a decode error; say which, it is the likelier fix.
-        reason = "not valid UTF-8" if "UTF-8" in str(exc) else "not valid JSON"
-        raise BadLine(reason) from exc
-    except RecursionError as exc:
-        raise BadLine("JSON nested too deeply") from exc
-    if not isinstance(obj, dict):
-        raise BadLine(f"a JSON {type(obj).__name__}, not an object")
-    return obj
+def matching_lines(head: list[bytes], rest: IO[bytes], needles: tuple[bytes, ...]) -> ScannedLines:
+    """Numbered lines holding a needle: the peeked head, then the rest of the stream.
 
-
-def iter_objects(
-    stream: Iterable[bytes],
-    source: str,
-    issues: list[LineIssue],
-    want: LineFilter | None = None,
-) -> Iterator[tuple[int, JsonObject]]:
-    """Yield ``(line_number, object)`` for every line ``want`` accepts."""
-    numbered: Iterable[tuple[int, bytes]] = enumerate(stream, start=1)
-    if want is not None:
-        numbered = ((n, raw) for n, raw in numbered if want(raw))
-    return parse_numbered(numbered, source, issues)
-
-
-OVERLONG = b"\x00 a line longer than MAX_LINE_BYTES \x00"
-"""What ``scan_lines`` yields in place of a line it skipped for its length."""
-
-
-def parse_numbered(
-    numbered: Iterable[tuple[int, bytes]], source: str, issues: list[LineIssue]
-) -> Iterator[tuple[int, JsonObject]]:
-    """Parse numbered raw lines; a bad one becomes an issue with its number."""
-    return parsed_lines(numbered, source, issues, parse_line)
-
-
-Parsed = TypeVar("Parsed")
-
-
-def parsed_lines(
-    numbered: Iterable[tuple[int, bytes]],
-    source: str,
-    issues: list[LineIssue],
-    parse: Callable[[bytes], Parsed],
-) -> Iterator[tuple[int, Parsed]]:
-    """``parse`` each numbered raw line (blank ones are passed over); a line it finds bad
-    (``BadLine``) becomes an issue with its number."""
-    for number, raw in numbered:
-        if raw is OVERLONG:
-            issues.append(LineIssue(source, number, f"line longer than {MAX_LINE_BYTES >> 20} MiB"))
-            continue
-        if raw[:1] != b"{" and not raw.strip():  # a line starting with "{" is not blank
-            continue
-        try:
-            yield number, parse(raw)
-        except BadLine as exc:
-            reason = str(exc)
-            if not raw.endswith(b"\n"):
-                reason = f"incomplete last line ({reason})"
-            issues.append(LineIssue(source, number, reason))
+    The head is scanned as one block, as the rest is (a small session file is mostly
+    head); with an overlong line in it, line by line."""
+    if OVERLONG in head:
+        for number, raw in enumerate(head, start=1):
+            text = raw.strip()
+            odd = text and not (text.startswith(b"{") and text.endswith(b"}"))
+            if odd or any(needle in raw for needle in needles):
+                yield number, raw
+    elif head:
+        block = b"".join(head)
+        found, _ = scan_chunk(block, 0, len(block), needles)
+        for index, start, stop in found:
+            yield index + 1, block[start:stop]
+    yield from scan_lines(rest, needles, first_line=len(head) + 1)
 
 
 CHUNK_BYTES = 4 << 20

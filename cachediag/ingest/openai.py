@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from cachediag.ingest.anthropic import token_count
-from cachediag.ingest.lines import BadLine, JsonObject
+from cachediag.ingest.jsonl import BadLine, JsonObject
 from cachediag.model import RequestRecord, ServerReason, Ttl
 
 _DIAGNOSTIC_HIT = "cache_hit"
@@ -194,7 +194,7 @@ def parse_openai_sse(text: str) -> tuple[JsonObject, bool] | None:
     Chat Completions chunks carry the usage in a last chunk (when asked for), then
     ``data: [DONE]``.
     """
-    from cachediag.ingest.lines import parse_line
+    from cachediag.ingest.jsonl import parse_line
 
     final: JsonObject | None = None
     chunk: JsonObject = {}

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from cachediag.ingest.anthropic import parse_timestamp, token_count
-from cachediag.ingest.lines import BadLine, JsonObject, iter_objects
+from cachediag.ingest.jsonl import BadLine, JsonObject, iter_objects
 from cachediag.ingest.otel_bodies import (
     BodyFacts,
     BodyIndex,

@@ -14,7 +14,7 @@ from typing import Any
 
 from cachediag.ingest.anthropic import applied_edits, server_reason, token_count
 from cachediag.ingest.files import open_found, unreadable_reason
-from cachediag.ingest.lines import BadLine, iter_objects, parse_line
+from cachediag.ingest.jsonl import BadLine, iter_objects, parse_line
 from cachediag.model import Fingerprint, LineIssue
 
 BODY_INDEX = "index.jsonl"

@@ -1,22 +1,20 @@
-"""Reading sessions: files found by ``discover`` or lines piped on stdin."""
+"""Reading sessions: files found by ``discover`` or lines piped on stdin, each through
+the stages of ``ingest.stages`` (this module is the one that runs them, in order)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import IO
 
-from cachediag.ingest.detect import CLAUDE_CODE, detect_format
+from cachediag.ingest.detect import CLAUDE_CODE, detect
 from cachediag.ingest.discover import AgentFile, SessionSource
-from cachediag.ingest.fields import SESSION, numbered_fields
+from cachediag.ingest.fields import pick_fields
 from cachediag.ingest.files import unreadable_reason
-from cachediag.ingest.lines import BadLine
-from cachediag.ingest.needles import needles_for
+from cachediag.ingest.lines import scan
 from cachediag.ingest.skipped import Skipped, issues_first
-from cachediag.ingest.sniff import Opened, matching_lines, open_file, peek
-from cachediag.ingest.transcript import (
-    FORMAT,
-    TranscriptReader,
-)
+from cachediag.ingest.sniff import sniff_file, sniff_stream
+from cachediag.ingest.stages import SESSION, Detected, LineFields
+from cachediag.ingest.transcript import FORMAT, TranscriptReader, parse
 from cachediag.model import MAIN_STREAM, LineIssue, SessionLog, StreamKind
 
 
@@ -27,52 +25,56 @@ def _feed_file(
     *,
     strict: bool,
     size: int | None = None,
-    opened: Opened | None = None,
+    found: Detected | None = None,
 ) -> bool:
     """Feed one file to ``reader``; False when it is not a log (and ``strict`` is off) or
     cannot be read (then listed in ``session.unreadable``: the run goes on without it).
-    ``size``: the file's size as the walk saw it; ``opened``: the file, already open."""
-    source = str(path)
+    ``size``: the file's size as the walk saw it; ``found``: the file already sniffed and
+    detected (its caller closes it)."""
     try:
-        if opened is None:
-            opened = open_file(path, size)
-        with opened.fp:
-            error = opened.error
-            if error is not None:
-                if strict:
-                    raise error
-                session.issues.append(LineIssue(source, 0, str(error).removeprefix(f"{source}: ")))
-                return False
-            matching = opened.matching(opened.needles(follow_chains=reader.file_stream is None))
-            for number, fields in numbered_fields(matching, source, session.issues):
-                try:
-                    reader.take(fields, number)
-                except BadLine as exc:
-                    session.issues.append(LineIssue(source, number, str(exc)))
+        if found is not None:
+            return _feed_found(reader, found, session, strict)
+        sniffed = sniff_file(path, size)
+        with sniffed.fp:
+            return _feed_found(reader, detect(sniffed, reader.file_stream is None), session, strict)
     except OSError as exc:
-        session.unreadable.append(LineIssue(source, 0, unreadable_reason(exc)))
+        session.unreadable.append(LineIssue(str(path), 0, unreadable_reason(exc)))
         return False
+
+
+def _feed_found(
+    reader: TranscriptReader, found: Detected, session: SessionLog, strict: bool
+) -> bool:
+    """The last three stages over a detected file: scan, pick, parse."""
+    source = found.sniffed.source
+    error = found.error
+    if error is not None:
+        if strict:
+            raise error
+        session.issues.append(LineIssue(source, 0, str(error).removeprefix(f"{source}: ")))
+        return False
+    parse(pick_fields(scan(found), source, session.issues), source, reader)
     return True
 
 
 def _read_lone_file(src: SessionSource, path: Path, claimed: Claims | None) -> list[SessionLog]:
     """A session of one file: a capture, usage log or export named on its own, or a
-    transcript. The file is opened and its format decided once, for either reader."""
+    transcript. The file is sniffed and its format decided once, for either reader."""
     try:
-        opened = open_file(path, _walk_size(src, path))
+        sniffed = sniff_file(path, _walk_size(src, path))
     except OSError:  # the transcript reader reports it
         return [_read_transcript_session(src, claimed)]
-    fmt = opened.fmt
-    if opened.error is not None and src.explicit:
-        opened.fp.close()
-        raise opened.error
-    if fmt is None or fmt == CLAUDE_CODE:
-        return [_read_lone_transcript(src, path, claimed, opened)]
-    from cachediag.ingest.requestlog import read_request_logs
+    with sniffed.fp:
+        found = detect(sniffed)
+        fmt = found.fmt
+        if found.error is not None and src.explicit:
+            raise found.error
+        if fmt is None or fmt == CLAUDE_CODE:
+            return [_read_lone_transcript(src, path, claimed, found)]
+        from cachediag.ingest.requestlog import read_request_logs
 
-    with opened.fp:
         try:
-            logs = read_request_logs(fmt, opened.lines(), str(path), src.session_id, path)
+            logs = read_request_logs(fmt, sniffed.lines(), str(path), src.session_id, path)
         except OSError:  # read again by the transcript reader, which reports it
             return [_read_transcript_session(src, claimed)]
     for log in logs:
@@ -81,15 +83,16 @@ def _read_lone_file(src: SessionSource, path: Path, claimed: Claims | None) -> l
 
 
 def _read_lone_transcript(
-    src: SessionSource, path: Path, claimed: Claims | None, opened: Opened
+    src: SessionSource, path: Path, claimed: Claims | None, found: Detected
 ) -> SessionLog:
-    """``_read_transcript_session`` of a session that is one main file, already open:
-    most sessions of a history, read without the copies' and agents' bookkeeping."""
+    """``_read_transcript_session`` of a session that is one main file, already sniffed
+    and detected: most sessions of a history, read without the copies' and agents'
+    bookkeeping."""
     source = str(path)
     session = SessionLog(src.session_id, source, FORMAT, issues=Skipped(), project=src.project)
     session.stream(MAIN_STREAM, StreamKind.MAIN, source=source)
     reader = TranscriptReader(session, source, claimed=claimed)
-    readable = _feed_file(reader, path, session, strict=src.explicit, opened=opened)
+    readable = _feed_file(reader, path, session, strict=src.explicit, found=found)
     session.main_unreadable = not readable
     session.main_present = not session.unreadable
     return session
@@ -120,23 +123,19 @@ def _feed_copies(
     session: SessionLog,
     *,
     strict: bool,
-    opened: Opened | None = None,
 ) -> tuple[bool, set[str]]:
     """Feed every copy of one file to the same reader, so that each response counts once.
 
     Returns whether any copy was a readable log, and the streams a later copy added to
     (their items are then put back in time order)."""
     if len(paths) == 1:  # most files have no copy
-        size = None if opened is not None else _walk_size(src, paths[0])
-        return _feed_file(reader, paths[0], session, strict=strict, size=size, opened=opened), set()
+        size = _walk_size(src, paths[0])
+        return _feed_file(reader, paths[0], session, strict=strict, size=size), set()
     readable = False
     grown: set[str] = set()
     for i, path in enumerate(_largest_first(paths)):
         before = {sid: len(s.items) for sid, s in session.streams.items()} if i else {}
-        # A lone file (no copies) may come opened already: then ``paths`` is only it.
-        first = opened if i == 0 else None
-        size = _walk_size(src, path)
-        fed = _feed_file(reader, path, session, strict=strict, size=size, opened=first)
+        fed = _feed_file(reader, path, session, strict=strict, size=_walk_size(src, path))
         readable = fed or readable
         if i:
             grown.update(
@@ -167,9 +166,7 @@ def read_sessions(src: SessionSource, claimed: Claims | None = None) -> list[Ses
     return [_read_transcript_session(src, claimed)]
 
 
-def _read_transcript_session(
-    src: SessionSource, claimed: Claims | None, opened: Opened | None = None
-) -> SessionLog:
+def _read_transcript_session(src: SessionSource, claimed: Claims | None) -> SessionLog:
     session = SessionLog(src.session_id, src.source, FORMAT, issues=Skipped(), project=src.project)
     mains = src.mains
     session.main_present = bool(mains)
@@ -178,7 +175,7 @@ def _read_transcript_session(
     if mains:
         reader = TranscriptReader(session, str(mains[0]), claimed=claimed)
         strict = src.explicit and len(mains) == 1
-        readable, grown = _feed_copies(reader, src, mains, session, strict=strict, opened=opened)
+        readable, grown = _feed_copies(reader, src, mains, session, strict=strict)
         session.main_unreadable = not readable
         # A main file that could not be read at all: its conversation is not known.
         session.main_present = len(session.unreadable) < len(mains)
@@ -212,32 +209,54 @@ def _read_agents(src: SessionSource, session: SessionLog, claimed: Claims | None
 
 
 def read_stdin(stream: IO[bytes], source: str = "-") -> list[SessionLog]:
-    """Piped transcript lines, split into sessions by their ``sessionId``."""
-    head, lines = peek(stream)
-    fmt = detect_format(head, source)
-    if fmt != CLAUDE_CODE:
+    """Piped transcript lines, split into sessions by their ``sessionId`` (or a log of
+    another format, read by its reader)."""
+    sniffed = sniff_stream(stream, source)
+    found = detect(sniffed)
+    if found.error is not None:
+        raise found.error
+    fmt = found.fmt
+    if fmt is not None and fmt != CLAUDE_CODE:  # (``None`` only with an error)
         from cachediag.ingest.requestlog import read_request_logs
 
-        return read_request_logs(fmt, lines, source, source)
-    sessions: dict[str, tuple[SessionLog, TranscriptReader]] = {}
-    issues = Skipped()
-    claimed: Claims = {}
-    matching = matching_lines(head, stream, needles_for(head, follow_chains=True))
-    for number, fields in numbered_fields(matching, source, issues):
-        session_id = fields[SESSION] or source
-        pair = sessions.get(session_id)
-        if pair is None:
-            log = SessionLog(session_id, source, FORMAT, issues=Skipped())
-            log.stream(MAIN_STREAM, StreamKind.MAIN, source=source)
-            pair = sessions[session_id] = (log, TranscriptReader(log, source, claimed=claimed))
-        try:
-            pair[1].take(fields, number)
-        except BadLine as exc:
-            pair[0].issues.append(LineIssue(source, number, str(exc)))
-    logs = [log for log, _ in sessions.values()]
-    if not logs:
-        logs = [SessionLog(source, source, FORMAT, issues=Skipped())]
-        logs[0].stream(MAIN_STREAM, StreamKind.MAIN, source=source)
-    # Lines that failed to parse belong to no session; report them with the first.
-    logs[0].issues = issues_first(issues, logs[0].issues)
-    return logs
+        return read_request_logs(fmt, sniffed.lines(), source, source)
+    sessions = _StdinSessions(source)
+    unparsed = Skipped()
+    parse(pick_fields(scan(found), source, unparsed), source, sessions)
+    return sessions.logs(unparsed)
+
+
+class _StdinSessions:
+    """stdin's sessions (a ``stages.Sink``), made as the first line of each (by its
+    ``sessionId``) is parsed."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.readers: dict[str, TranscriptReader] = {}
+        self.claimed: Claims = {}
+
+    def reader_of(self, fields: LineFields) -> TranscriptReader:
+        session_id = fields[SESSION] or self.source
+        reader = self.readers.get(session_id)
+        if reader is None:
+            log = SessionLog(session_id, self.source, FORMAT, issues=Skipped())
+            log.stream(MAIN_STREAM, StreamKind.MAIN, source=self.source)
+            reader = TranscriptReader(log, self.source, claimed=self.claimed)
+            self.readers[session_id] = reader
+        return reader
+
+    def take(self, f: LineFields, line: int) -> object:
+        return self.reader_of(f).take(f, line)
+
+    def issues_of(self, f: LineFields) -> list[LineIssue]:
+        return self.reader_of(f).session.issues
+
+    def logs(self, unparsed: Skipped) -> list[SessionLog]:
+        """The sessions, in the order their first lines came; lines that failed to parse
+        belong to no session and are reported with the first."""
+        logs = [reader.session for reader in self.readers.values()]
+        if not logs:
+            logs = [SessionLog(self.source, self.source, FORMAT, issues=Skipped())]
+            logs[0].stream(MAIN_STREAM, StreamKind.MAIN, source=self.source)
+        logs[0].issues = issues_first(unparsed, logs[0].issues)
+        return logs

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from cachediag.ingest.lines import iter_objects
+from cachediag.ingest.jsonl import iter_objects
 from cachediag.ingest.skipped import Skipped
 from cachediag.model import (
     MAIN_STREAM,

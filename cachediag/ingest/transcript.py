@@ -1,6 +1,7 @@
-"""Claude Code session transcripts (formats.md §1) -> request records and rebuild events.
+"""The parse stage (``ingest.stages``): Claude Code transcript lines (formats.md §1) ->
+request records and rebuild events.
 
-The reader is fed one parsed line at a time and keeps only what deduplication needs,
+The reader is fed one line's fields at a time and keeps only what deduplication needs,
 so the same code serves a whole-file analysis and the status line's incremental reads.
 """
 
@@ -16,7 +17,10 @@ from cachediag.ingest.anthropic import (
     reason_of,
     ttl_of,
 )
-from cachediag.ingest.fields import (
+from cachediag.ingest.fields import read_fields
+from cachediag.ingest.jsonl import BadLine
+from cachediag.ingest.needles import WANTED, WANTED_WITH_CHAINS
+from cachediag.ingest.stages import (
     AGENT,
     AT,
     CWD,
@@ -26,13 +30,12 @@ from cachediag.ingest.fields import (
     TYPE,
     UUID,
     LineFields,
-    fields_of,
-    read_fields,
+    PickedLines,
+    Sink,
 )
-from cachediag.ingest.lines import BadLine, JsonObject
-from cachediag.ingest.needles import WANTED, WANTED_WITH_CHAINS
 from cachediag.model import (
     MAIN_STREAM,
+    LineIssue,
     RebuildAnnounced,
     RebuildKind,
     RequestRecord,
@@ -50,17 +53,11 @@ _BOUNDARIES = {
 }
 
 
-def rebuild_announced(obj: JsonObject) -> RebuildKind | None:
+def _rebuild_of(f: LineFields) -> RebuildKind | None:
     """The rebuild a transcript line announces, if any (formats.md §1): a
     ``compact_boundary`` / ``microcompact_boundary`` system line, or Claude Code 1.0.x's
     compaction, which wrote no boundary: the ``isCompactSummary`` user line that starts a
-    new chain (``parentUuid`` null). Later versions point that line at their boundary.
-
-    Every reader of transcripts (analyze, audit, status line, watch) asks this."""
-    return _rebuild_of(fields_of(obj))
-
-
-def _rebuild_of(f: LineFields) -> RebuildKind | None:
+    new chain (``parentUuid`` null). Later versions point that line at their boundary."""
     kind, _, parent, _, _, _, _, _, _, subtype, compact_summary, *_ = f
     if kind == "system":
         return _BOUNDARIES.get(subtype) if subtype is not None else None
@@ -85,6 +82,17 @@ def wanted_line_with_chains(raw: bytes) -> bool:
 
 def agent_kind(agent_id: str) -> StreamKind:
     return StreamKind.COMPACTION if agent_id.startswith("acompact") else StreamKind.SUBAGENT
+
+
+def parse(picked: PickedLines, source: str, sink: Sink) -> None:
+    """Feed each picked line of ``source`` to ``sink`` (a file's reader, or stdin's
+    sessions); a line it finds wrong becomes an issue of that line's session."""
+    take = sink.take
+    for number, fields in picked:
+        try:
+            take(fields, number)
+        except BadLine as exc:
+            sink.issues_of(fields).append(LineIssue(source, number, str(exc)))
 
 
 @dataclass(slots=True)
@@ -115,13 +123,13 @@ class TranscriptReader:
     def __post_init__(self) -> None:
         self.owner = f"{self.session.session_id}\0{self.source}"
 
-    def feed(self, obj: JsonObject, line: int) -> StreamItem | None:
-        """Read one parsed line; returns a new item, or ``None`` for a line that adds none."""
-        return self.take(fields_of(obj), line)
-
     def feed_line(self, raw: bytes, line: int) -> StreamItem | None:
         """Read one raw line (``BadLine`` when it is not a JSON object, as ``parse_line``)."""
         return self.take(read_fields(raw), line)
+
+    def issues_of(self, f: LineFields) -> list[LineIssue]:
+        """``stages.Sink``: every line of a file is of its one session."""
+        return self.session.issues
 
     def take(self, f: LineFields, line: int) -> StreamItem | None:
         """Read one line's fields (``ingest.fields``)."""
@@ -260,8 +268,3 @@ class TranscriptReader:
         if uuid:
             self.sidechain_roots[uuid] = root
         return root or "unknown"
-
-    def note_line(self, obj: JsonObject) -> None:
-        """Lines that carry no request still link sidechain chains together."""
-        if self.file_stream is None and obj.get("isSidechain") is True:
-            self._sidechain_root(fields_of(obj))

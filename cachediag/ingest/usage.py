@@ -19,7 +19,7 @@ from cachediag.ingest.anthropic import (
     usage_record,
 )
 from cachediag.ingest.capture import first_time, parse_sse
-from cachediag.ingest.lines import BadLine, JsonObject, iter_objects, parse_line
+from cachediag.ingest.jsonl import BadLine, JsonObject, iter_objects, parse_line
 from cachediag.ingest.openai import (
     is_openai_usage,
     is_stream_part,
