@@ -1,0 +1,309 @@
+"""A local fake of OpenAI's Responses API with a prefix cache, for the real-agent suite.
+
+The real Codex CLI talks to it (a custom model provider's ``base_url``) as it would to
+api.openai.com. It answers from a script chosen by markers in the last user text, and it
+keeps a prompt cache the way OpenAI documents automatic prefix caching, so the usage it
+reports is what a real server could report for the same bodies:
+
+- the cached unit is the request prefix in the API's order: ``instructions``, each tool,
+  then each ``input`` item; each unit boundary has a chained hash over the model too
+  (one cache per model);
+- a lookup reads the longest prefix shared with an earlier request of the same
+  ``prompt_cache_key`` whose entry is still alive, in steps of 128 tokens from 1,024
+  (a shorter prefix reads nothing); a read refreshes the entry; every request writes its
+  own prefix (no write charge: OpenAI bills none);
+- retention is ``retention`` seconds (default 300; the suite makes it short so a real
+  pause of a few seconds expires it);
+- tokens are a fixed rule: ceil(bytes of the unit's canonical JSON / 4).
+
+Ground truth: one record per model call (``truth``) from the body alone: model, key,
+tokens in / cached / out / reasoning, the outcome (``cold`` / ``hit`` / ``miss``) and, for
+a miss, what it knows: ``model``, ``instructions``, ``tools``, ``expired`` (the previous
+request's prefix would have been read had its entry lived), ``input`` (items rewritten).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import threading
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+MIN_CACHED = 1024
+STEP = 128
+MISS_MIN_TOKENS = 2000
+MISS_READ_SHARE = 0.95
+REASONING_TOKENS = 7  # each answer reports this many reasoning tokens (priced at output)
+
+
+def canonical(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def tokens_of(obj: Any) -> int:
+    return max(1, math.ceil(len(canonical(obj).encode()) / 4))
+
+
+def cached_for(common: int) -> int:
+    """What a shared prefix of ``common`` tokens reads: 0 below 1,024, else 128-token steps."""
+    if common < MIN_CACHED:
+        return 0
+    return MIN_CACHED + (common - MIN_CACHED) // STEP * STEP
+
+
+@dataclass
+class Unit:
+    kind: str  # instructions, tool, input
+    digest: str  # chained: this unit and every unit before it, and the model
+    tokens: int
+    own: str  # this unit's hash alone
+
+
+def units_of(body: dict[str, Any]) -> list[Unit]:
+    out: list[Unit] = []
+    # One cache per model and reasoning effort (OpenAI's own diagnostics name
+    # reasoning_effort_changed as a miss reason, so effort is part of the key).
+    reasoning = body.get("reasoning") if isinstance(body.get("reasoning"), dict) else {}
+    chain = hashlib.sha256(canonical([body.get("model"), reasoning.get("effort")]).encode())
+
+    def add(kind: str, obj: Any) -> None:
+        text = canonical(obj)
+        chain.update(text.encode())
+        out.append(
+            Unit(kind, chain.hexdigest(), tokens_of(obj), hashlib.sha256(text.encode()).hexdigest())
+        )
+
+    if body.get("instructions"):
+        add("instructions", body["instructions"])
+    for tool in body.get("tools") or []:
+        add("tool", tool)
+    inp = body.get("input")
+    leading = True  # developer items before the first user item: the instructions
+    for item in inp if isinstance(inp, list) else [inp]:
+        if isinstance(item, dict) and item.get("type") == "additional_tools":
+            add("tool", item)
+            continue
+        role = item.get("role") if isinstance(item, dict) else None
+        leading = leading and role == "developer"
+        add("instructions" if leading else "input", item)
+    return out
+
+
+@dataclass
+class Entry:
+    units: list[Unit]
+    expires: float
+
+
+@dataclass
+class Truth:
+    n: int
+    path: str
+    model: str
+    key: str | None
+    at: float
+    response_id: str
+    compaction: bool
+    input_tokens: int
+    cached_tokens: int
+    output_tokens: int
+    reasoning_tokens: int
+    tools: int
+    effort: str | None
+    outcome: str
+    """cold / hit / miss; ``compaction`` for the compaction call itself; ``rebuild`` for
+    the first miss after one (the expected rebuild of the replaced history)."""
+    changed: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+COMPACT_MARKER = "CONTEXT CHECKPOINT COMPACTION"
+
+
+def effort_of(body: dict[str, Any]) -> Any:
+    reasoning = body.get("reasoning")
+    return reasoning.get("effort") if isinstance(reasoning, dict) else None
+
+
+def is_compaction(body: dict[str, Any]) -> bool:
+    """Codex's compaction call: its last input item asks for a checkpoint summary."""
+    inp = body.get("input")
+    return isinstance(inp, list) and bool(inp) and COMPACT_MARKER in canonical(inp[-1])
+
+
+def _part(units: list[Unit], kind: str) -> list[str]:
+    return [u.own for u in units if u.kind == kind]
+
+
+class FakeOpenAI:
+    """The fake's state: the cache, clock, ground truth; ``app()`` serves it."""
+
+    def __init__(self, retention: float = 300.0, dump_dir: Path | None = None) -> None:
+        self.retention = retention
+        self.entries: dict[str | None, list[Entry]] = {}
+        self.last: dict[str | None, tuple[dict[str, Any], list[Unit], float]] = {}
+        self.truth: list[Truth] = []
+        self.compacted: set[str | None] = set()  # keys whose next main request follows one
+        self.other: list[dict[str, Any]] = []
+        self.auth: set[str] = set()
+        self.dump_dir = dump_dir
+        self.lock = threading.Lock()
+
+    # -- the cache ---------------------------------------------------------------
+    def lookup(self, key: str | None, units: list[Unit], now: float) -> int:
+        best = 0
+        live: list[Entry] = []
+        found: Entry | None = None
+        for entry in self.entries.get(key, []):
+            if entry.expires <= now:
+                continue
+            live.append(entry)
+            common = 0
+            for a, b in zip(entry.units, units, strict=False):
+                if a.digest != b.digest:
+                    break
+                common += a.tokens
+            if cached_for(common) > best:
+                best, found = cached_for(common), entry
+        if found is not None:
+            found.expires = now + self.retention
+        live.append(Entry(units, now + self.retention))
+        self.entries[key] = live
+        return best
+
+    def judge(
+        self, key: str | None, body: dict[str, Any], units: list[Unit], cached: int, now: float
+    ) -> tuple[str, list[str]]:
+        """cold / hit / miss against the same key's previous request, and what changed."""
+        prev = self.last.get(key)
+        if prev is None:
+            return "cold", []
+        pbody, punits, pat = prev
+        # The documented miss rule (prompt-cache.md §2) on what the previous request
+        # could lend: its whole prompt, in the cache's steps.
+        lend = cached_for(min(sum(u.tokens for u in punits), sum(u.tokens for u in units)))
+        if lend == 0:
+            return "cold", []  # the previous request left nothing readable
+        if not (lend - cached >= MISS_MIN_TOKENS and cached < MISS_READ_SHARE * lend):
+            return "hit", []
+        changed = []
+        if pbody.get("model") != body.get("model"):
+            changed.append("model")
+        if effort_of(pbody) != effort_of(body):
+            changed.append("effort")
+        if _part(punits, "instructions") != _part(units, "instructions"):
+            changed.append("instructions")
+        if _part(punits, "tool") != _part(units, "tool"):
+            changed.append("tools")
+        if not changed and now - pat > self.retention:
+            changed.append("expired")
+        if not changed:
+            changed.append("input")
+        return "miss", changed
+
+    # -- answers -----------------------------------------------------------------
+    @staticmethod
+    def answer_text(body: dict[str, Any]) -> str:
+        if is_compaction(body):
+            return "SUMMARY: the user ran scripted turns for a test; nothing is pending."
+        return "Done: a short scripted answer from the fake."
+
+    def serve(self, path: str, body: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        with self.lock:
+            now = time.time()
+            key = body.get("prompt_cache_key")
+            key = key if isinstance(key, str) else None
+            units = units_of(body)
+            total = sum(u.tokens for u in units)
+            cached = self.lookup(key, units, now)
+            if is_compaction(body):
+                # Sent without tools: its own stream, judged against nothing.
+                outcome, changed = "compaction", []
+                self.compacted.add(key)
+            else:
+                outcome, changed = self.judge(key, body, units, cached, now)
+                if key in self.compacted and outcome == "miss":
+                    outcome, changed = "rebuild", ["compacted", *changed]
+                self.compacted.discard(key)
+                self.last[key] = (body, units, now)
+            rid = "resp_" + uuid.uuid4().hex
+            text = self.answer_text(body)
+            out_tokens = tokens_of(text) + REASONING_TOKENS
+            self.truth.append(Truth(
+                n=len(self.truth), path=path, model=str(body.get("model")), key=key, at=now,
+                response_id=rid, compaction=is_compaction(body),
+                input_tokens=total, cached_tokens=cached,
+                output_tokens=out_tokens, reasoning_tokens=REASONING_TOKENS,
+                tools=len(body.get("tools") or []), effort=effort_of(body),
+                outcome=outcome, changed=changed,
+            ))  # fmt: skip
+            if self.dump_dir is not None:
+                self.dump_dir.mkdir(parents=True, exist_ok=True)
+                name = f"{len(self.truth) - 1:03d}.json"
+                (self.dump_dir / name).write_text(json.dumps(body, indent=1))
+        usage = {
+            "input_tokens": total,
+            "input_tokens_details": {"cached_tokens": cached},
+            "output_tokens": out_tokens,
+            "output_tokens_details": {"reasoning_tokens": REASONING_TOKENS},
+            "total_tokens": total + out_tokens,
+        }
+        item = {
+            "type": "message", "id": "msg_" + uuid.uuid4().hex, "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": text, "annotations": []}],
+        }  # fmt: skip
+        base = {"id": rid, "object": "response", "created_at": int(now),
+                "model": body.get("model"), "status": "in_progress", "output": []}  # fmt: skip
+        done = {**base, "status": "completed", "output": [item], "usage": usage}
+        return [
+            ("response.created", {"type": "response.created", "response": base}),
+            ("response.output_item.added",
+             {"type": "response.output_item.added", "output_index": 0,
+              "item": {**item, "content": []}}),
+            ("response.output_text.delta",
+             {"type": "response.output_text.delta", "output_index": 0, "content_index": 0,
+              "item_id": item["id"], "delta": text}),
+            ("response.output_item.done",
+             {"type": "response.output_item.done", "output_index": 0, "item": item}),
+            ("response.completed", {"type": "response.completed", "response": done}),
+        ]  # fmt: skip
+
+    # -- the server --------------------------------------------------------------
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=64 * 2**20)
+        app.router.add_route("*", "/{tail:.*}", self.handle)
+        return app
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        auth = request.headers.get("Authorization", "")
+        if auth:
+            self.auth.add(auth.removeprefix("Bearer "))
+        path = request.path
+        if request.method != "POST" or not path.rstrip("/").endswith("/responses"):
+            self.other.append({"method": request.method, "path": path})
+            return web.json_response({"error": {"message": "not here"}}, status=404)
+        raw = await request.read()
+        if request.headers.get("Content-Encoding") == "zstd":
+            import zstandard  # only if Codex compresses (it does for ChatGPT sign-in only)
+
+            raw = zstandard.ZstdDecompressor().decompress(raw, max_output_size=64 * 2**20)
+        body = json.loads(raw)
+        events = self.serve(path, body)
+        if not body.get("stream"):
+            return web.json_response(events[-1][1]["response"])
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        for name, data in events:
+            await resp.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+        await resp.write_eof()
+        return resp
