@@ -31,12 +31,13 @@ def test_a_row_is_a_line_with_usage_numbers_and_a_time() -> None:
                 "output_tokens": 4,
                 "cache_creation_input_tokens": 5,
                 "cache_read_input_tokens": 6,
+                "cache_creation": {"ephemeral_1h_input_tokens": 2},
             },
         },
     }
     row = row_of(line)
     assert row == UsageRow(
-        "2026-01-01T00:00:00.000Z", "s", "claude-opus-4-5", "msg_1", "req_1", 3, 4, 5, 6, 0.5
+        "2026-01-01T00:00:00.000Z", "s", "claude-opus-4-5", "msg_1", "req_1", 3, 4, 5, 6, 0.5, 2
     )
     assert row is not None and row.dedup_key == "msg_1:req_1"
     broken: object

@@ -3,9 +3,10 @@ the history index.
 
 A row is one transcript line with ``message.usage`` (input and output token counts that
 are numbers) and a ``timestamp`` string: its time, session, model, message and request
-ids (the pair ccusage deduplicates on), the four token counts and the line's own
-``costUSD`` when it has one. Each line is read on its own, so a file cut at line
-boundaries gives, part by part, the rows of the whole file: the index's rule.
+ids (the pair ccusage deduplicates on), the four token counts, the line's own
+``costUSD`` when it has one, and the 1-hour share of the cache writes. Each line is read
+on its own, so a file cut at line boundaries gives, part by part, the rows of the whole
+file: the index's rule.
 
 ``usage_rows(paths)`` is the seam: the rows of each file, from the index unless
 ``index=False`` (``--no-index``: every file read again, the same bytes out).
@@ -37,6 +38,9 @@ class UsageRow(NamedTuple):
     cache_creation_tokens: int
     cache_read_tokens: int
     cost_usd: float | None
+    cache_creation_1h_tokens: int = 0
+    """Of the cache writes, those at the 1-hour TTL (``usage.cache_creation``'s split;
+    ccusage prices every write at the 5-minute rate)."""
 
     @property
     def dedup_key(self) -> str | None:
@@ -47,7 +51,7 @@ class UsageRow(NamedTuple):
         return f"{self.message_id}:{self.request_id}"
 
 
-SCHEMA = "usage-row-1:" + ",".join(UsageRow._fields)
+SCHEMA = "usage-row-2:" + ",".join(UsageRow._fields)
 CODEC: RowCodec[UsageRow] = RowCodec(SCHEMA, list, lambda values: UsageRow(*values))
 KIND = "usage"
 
@@ -92,7 +96,13 @@ def row_of(obj: Any) -> UsageRow | None:
         _tokens(usage.get("cache_creation_input_tokens")) or 0,
         _tokens(usage.get("cache_read_input_tokens")) or 0,
         None if cost is None else float(cost),
+        _one_hour(usage),
     )
+
+
+def _one_hour(usage: dict[str, Any]) -> int:
+    split = usage.get("cache_creation")
+    return (_tokens(split.get("ephemeral_1h_input_tokens")) or 0) if isinstance(split, dict) else 0
 
 
 def parse(path: str, data: bytes, start: int) -> list[UsageRow]:
