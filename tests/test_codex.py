@@ -164,3 +164,31 @@ def test_analyze_agent_home_folder_and_non_log(
 def run_reason(path: Path) -> str:
     log = read_rollout(path)
     return log.issues[0].reason
+
+
+def test_unpriced_model_is_flagged_not_guessed(tmp_path: Path) -> None:
+    """A model genai-prices does not know (Codex's own codex-auto-review) costs nothing
+    made up: the request is counted unpriced."""
+    from cachediag.pricing import price_function, pricing_source
+    from cachediag.report.serialize import session_dict
+
+    text = _rollout().read_text().replace('"model":"gpt-5.6-terra"', '"model":"codex-auto-review"')
+    assert "codex-auto-review" in text
+    path = tmp_path / "rollout-unpriced.jsonl"
+    path.write_text(text)
+    analysis = analyze_openai_session(read_rollout(path), 0.0)
+    assert lookup_prices("codex-auto-review", 0.0) is None
+    cost = session_dict(
+        analysis, requests=True, price_of=price_function(None), pricing_source=pricing_source(None)
+    )["cost"]
+    unpriced = sum(1 for t in TRUTH if t["model"] == "gpt-5.6-terra")
+    assert cost["unpriced_requests"] == unpriced == 2
+    priced = [t for t in TRUTH if t["model"] != "gpt-5.6-terra"]
+    assert cost["cost_usd"] < CCUSAGE["totals"]["costUSD"] and len(priced) == len(TRUTH) - 2
+
+
+def test_agents_table_names_the_readers_format() -> None:
+    from cachediag.ingest import codex
+
+    assert AGENTS["codex"].format == codex.FORMAT
+    assert read_rollout(_rollout()).format == codex.FORMAT

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cachediag.ingest import codex, gemini, gemini_files
+from cachediag.ingest import gemini, gemini_files
 from cachediag.model import SessionLog
 
 Reader = Callable[[Path], SessionLog]
@@ -41,6 +41,13 @@ class Agent:
         return Path(base) / self.default_home
 
 
+def _codex(path: Path) -> SessionLog:
+    # Imported when read: the CLI builds its --agent choices from this table at start.
+    from cachediag.ingest.codex import read_rollout
+
+    return read_rollout(path)
+
+
 AGENTS: dict[str, Agent] = {
     a.name: a
     for a in (
@@ -50,8 +57,8 @@ AGENTS: dict[str, Agent] = {
             ".codex",
             "CODEX_HOME",
             "sessions/*/*/*/rollout-*.jsonl",
-            codex.read_rollout,
-            codex.FORMAT,
+            _codex,
+            "codex-rollout",
         ),
         # GEMINI_CLI_HOME replaces the user's home: the chats are under its .gemini.
         Agent(
