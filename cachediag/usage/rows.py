@@ -1,0 +1,144 @@
+"""One row per request: what every usage report (daily, weekly, monthly, session, blocks)
+is built from.
+
+A row holds what ccusage counts for a request (when, which session and project, which
+model, the four token counts, the cost) and what the prompt cache made of it (its
+outcome, what a miss paid beyond a hit, the cause named). Rows are plain slotted records:
+an on-disk index stores them per transcript file and reads them back by the million, so
+they carry only numbers and short strings, never prompt text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import PurePath
+
+from cachediag.analysis.costs import PriceFn, entry_cost
+from cachediag.analysis.ledger import LedgerEntry, Outcome
+from cachediag.analysis.session_analysis import SessionAnalysis
+
+HIT = "hit"
+MISS = "miss"
+EXPECTED = "expected"
+"""The cache outcomes a row can carry: ``Outcome``'s values (``cold`` and ``uncached``
+too), kept as strings so a stored row needs no enum to be read back."""
+
+
+@dataclass(slots=True, frozen=True)
+class RequestRow:
+    """One model request of a transcript, as the usage reports count it."""
+
+    at: float
+    """When the response was logged, seconds since the epoch (UTC)."""
+    session_id: str
+    project: str
+    """The folder holding the session's transcripts (``~/.claude/projects/<project>``):
+    what ccusage calls ``projectPath``."""
+    cwd: str | None
+    """The project's real path when the transcript names it (``cwd``)."""
+    model: str | None
+    input_tokens: int
+    output_tokens: int
+    cache_creation_tokens: int
+    cache_read_tokens: int
+    cost_usd: float | None
+    """What the request cost at the project's prices; ``None``: its model has no price
+    (never counted as $0)."""
+    outcome: str
+    """The prompt cache's verdict (``Outcome``): hit, miss, expected (an announced
+    rebuild), cold or uncached."""
+    recache_usd: float
+    """What a miss or expected rebuild paid beyond a hit (0 otherwise)."""
+    cause: str | None
+    """The first cause named for a miss (``Cause`` value); ``None`` when none was."""
+    transcript_session: str = ""
+    """The session as ccusage names it: the transcript file's name without ``.jsonl``,
+    or for a subagent's file (``<session>/subagents/agent-*.jsonl``) its session folder.
+    A pre-2.0 ``agent-*.jsonl`` beside the main file is its own session there."""
+    message_id: str | None = None
+    request_id: str | None = None
+    """The response's ids, as ccusage keys its deduplication (``message.id:requestId``)."""
+
+    @property
+    def total_tokens(self) -> int:
+        return (
+            self.input_tokens
+            + self.output_tokens
+            + self.cache_creation_tokens
+            + self.cache_read_tokens
+        )
+
+
+def transcript_session(source: str | None, session_id: str) -> str:
+    """ccusage's session name for a transcript file (``RequestRow.transcript_session``)."""
+    if not source:
+        return session_id
+    path = PurePath(source)
+    parts = path.parts
+    if len(parts) >= 3 and parts[-2] == "subagents":
+        return parts[-3]
+    return path.stem if path.suffix == ".jsonl" else path.name
+
+
+def row_of(
+    entry: LedgerEntry,
+    session_id: str,
+    project: str,
+    cwd: str | None,
+    price_of: PriceFn,
+    transcript: str = "",
+) -> RequestRow:
+    """The row of one ledger entry (its request, outcome and costs)."""
+    record = entry.record
+    cost = entry_cost(entry, price_of)
+    diagnosis = entry.diagnosis
+    cause = None
+    if diagnosis is not None and diagnosis.named and diagnosis.causes:
+        cause = diagnosis.causes[0].value
+    return RequestRow(
+        at=record.at,
+        session_id=session_id,
+        project=project,
+        cwd=cwd,
+        model=record.model,
+        input_tokens=record.input_tokens,
+        output_tokens=record.output_tokens,
+        cache_creation_tokens=record.cache_creation_tokens,
+        cache_read_tokens=record.cache_read_tokens,
+        cost_usd=cost.cost_usd,
+        outcome=entry.outcome.value,
+        recache_usd=cost.miss_cost_usd or 0.0,
+        cause=cause,
+        transcript_session=transcript or session_id,
+        message_id=record.message_id,
+        request_id=record.request_id,
+    )
+
+
+def session_rows(analysis: SessionAnalysis, price_of: PriceFn) -> list[RequestRow]:
+    """Every request of one analysed session (main conversation, subagents, side calls),
+    oldest first: what the pipeline made of its transcripts, priced with ``price_of``.
+
+    Responses the pipeline already counted in another file (a continued session's copy)
+    are not in the ledger, so they are not here either: each response is one row.
+    """
+    log = analysis.log
+    project = log.project or ""
+    rows: list[RequestRow] = []
+    for stream in analysis.streams:
+        name = transcript_session(stream.log.source, log.session_id)
+        rows.extend(
+            row_of(entry, log.session_id, project, log.cwd, price_of, name)
+            for entry in stream.entries
+            if not entry.record.captured_only
+        )
+    rows.sort(key=lambda r: r.at)
+    return rows
+
+
+def is_miss(row: RequestRow) -> bool:
+    return row.outcome == Outcome.MISS.value
+
+
+def is_expected(row: RequestRow) -> bool:
+    return row.outcome == Outcome.EXPECTED.value
