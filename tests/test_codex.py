@@ -72,8 +72,9 @@ def test_outcomes_and_causes_match_the_fake() -> None:
         ("miss", ["expired"], "miss", ["likely_server_side"]),
         ("compaction", [], "cold", []),  # sent without tools: its own stream
         ("rebuild", ["compacted", "model", "effort", "instructions", "tools"], "expected", []),
-        # The default effort of each model is not in the rollout: only the model is named.
-        ("miss", ["model", "effort"], "miss", ["model_changed"]),
+        # No effort in turn_context: each model's default (low, then medium) from
+        # Codex's model catalog.
+        ("miss", ["model", "effort"], "miss", ["model_changed", "effort_changed"]),
         ("hit", [], "hit", []),
     ]
 
@@ -192,3 +193,17 @@ def test_agents_table_names_the_readers_format() -> None:
 
     assert AGENTS["codex"].format == codex.FORMAT
     assert read_rollout(_rollout()).format == codex.FORMAT
+
+
+def test_without_world_state_no_tools_claim_and_no_server_guess(tmp_path: Path) -> None:
+    """A rollout without world_state lines lists no tools: the MCP server's miss cannot be
+    named, and with tools unseen nothing says the server lost the prefix: unknown."""
+    lines = [ln for ln in _rollout().read_text().splitlines() if '"type":"world_state"' not in ln]
+    path = tmp_path / "rollout-no-world-state.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    analysis = analyze_openai_session(read_rollout(path), 0.0)
+    causes = [[c.value for c in e.diagnosis.causes] for e in analysis.main.entries if e.diagnosis]
+    assert causes == [
+        ["effort_changed"], ["unknown"], ["unknown"], ["unknown"],
+        ["model_changed", "effort_changed"],
+    ]  # fmt: skip

@@ -92,16 +92,23 @@ class OpenAILedger(Ledger):
         if kind is not None and idle < window:
             return Outcome.EXPECTED, reprocessed, None, evidence
         diagnosis = diagnose_miss(prev, cur, evidence, window)
-        if diagnosis.causes == (Cause.LIKELY_SERVER_SIDE,) and cur_read > 0:
+        if diagnosis.causes == (Cause.LIKELY_SERVER_SIDE,) and (
+            cur_read > 0 or not _tools_seen(prev, cur)
+        ):
             # An earlier part of the prefix was still read, so the entry lived: something
             # after it changed that the log does not show (Codex records no change of
-            # its instructions file, for one). Not the server's doing.
+            # its instructions file, for one). Or the log lists no tools to rule a tools
+            # change out. Either way not the server's doing, as far as anyone can tell.
             diagnosis = replace(diagnosis, causes=(Cause.UNKNOWN,))
         if diagnosis.source == "capture" and not _captured(prev, cur):
             # Settings the agent's own log recorded (Codex's turn_context, world_state),
             # not request bodies: named as a transcript's model is, ``inferred``.
             diagnosis = replace(diagnosis, source="inferred")
         return Outcome.MISS, reprocessed, diagnosis, evidence
+
+
+def _tools_seen(prev: RequestRecord, cur: RequestRecord) -> bool:
+    return all(r.fingerprint is not None and r.fingerprint.tools is not None for r in (prev, cur))
 
 
 def _captured(prev: RequestRecord, cur: RequestRecord) -> bool:

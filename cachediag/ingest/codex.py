@@ -43,8 +43,23 @@ _KNOWN = frozenset(
      "token_usage_record", "compacted"}
 )  # fmt: skip
 _DEFAULT_EFFORT = "default"
-"""turn_context says no effort when the model's default is in force: a setting of its own,
-so that a move to or from an explicit one is a visible change."""
+"""turn_context says no effort when the model's default is in force. For a model whose
+default is not known below it is a setting of its own, so that a move to or from an
+explicit one is still a visible change."""
+DEFAULT_EFFORTS = {
+    "gpt-5.5": "medium",
+    "gpt-5.6-sol": "low",
+    "gpt-5.6-terra": "medium",
+    "gpt-5.6-luna": "medium",
+    "gpt-6-astra": "low",
+    "gpt-6-sol": "medium",
+    "gpt-6-luna": "medium",
+    "gpt-6.1-sol": "low",
+    "gpt-6.1-terra": "low",
+    "codex-auto-review": "medium",
+}
+"""``default_reasoning_level`` of the model catalog bundled with Codex 0.169.0: what the
+request carries when turn_context names no effort (the body says ``reasoning.effort``)."""
 
 
 def _digest(value: Any) -> str:
@@ -61,17 +76,25 @@ class _State:
     instructions: str | None = None
     """Hash of the instructions in the prefix (base_instructions, then each full
     world_state's); a diff is appended to the conversation as a new item, not this."""
-    tools: dict[str, str] = field(default_factory=dict)
-    """Tool namespaces and their descriptions' hashes (world_state ``tools``)."""
+    tools: dict[str, str] | None = None
+    """Tool namespaces and their descriptions' hashes (world_state ``tools``); ``None``
+    until a world_state says (older rollouts have none: no tools cause from them)."""
+    from_world_state: bool = False
+    """Whether ``instructions`` is a full world_state's (else base_instructions')."""
+    emitted: bool = False
     last_totals: tuple[int, ...] | None = None
     compaction_ids: set[str] = field(default_factory=set)
 
     def fingerprint(self) -> Fingerprint:
+        self.emitted = True
+        effort = self.effort
+        if effort == _DEFAULT_EFFORT:
+            effort = DEFAULT_EFFORTS.get(self.model or "", _DEFAULT_EFFORT)
         return Fingerprint(
             model=self.model,
-            effort=self.effort,
+            effort=effort,
             system_hashes=None if self.instructions is None else (self.instructions,),
-            tools=tuple(sorted(self.tools.items())),
+            tools=None if self.tools is None else tuple(sorted(self.tools.items())),
         )
 
 
@@ -94,9 +117,13 @@ def _apply_world_state(state: _State, payload: JsonObject) -> None:
     if full:
         state.tools = {}
         found = _instructions_of(body)
-        if found is not None:
-            state.instructions = found
+        # The two hashes are of different things: a rollout that gains world_state after
+        # requests under base_instructions (resumed by a newer Codex) changed nothing.
+        if found is not None and (state.from_world_state or not state.emitted):
+            state.instructions, state.from_world_state = found, True
     if isinstance(tools, dict):
+        if state.tools is None:
+            state.tools = {}
         for name, desc in tools.items():
             if desc is None:
                 state.tools.pop(str(name), None)  # a diff's way of removing one
