@@ -127,11 +127,13 @@ def usage_rows(
     root: str | None = None,
     stats: Stats | None = None,
     deadline: float | None = None,
+    kind: str = KIND,
 ) -> list[list[UsageRow]]:
-    """The usage rows of each of ``paths``, in order; a file that is gone has none."""
+    """The usage rows of each of ``paths``, in order; a file that is gone has none.
+    ``kind`` names the index (the whole history's by default)."""
     if index:
         return rows_by_file(
-            paths, parse, CODEC, kind=KIND, root=root, stats=stats, deadline=deadline
+            paths, parse, CODEC, kind=kind, root=root, stats=stats, deadline=deadline
         )
     out = []
     for path in paths:

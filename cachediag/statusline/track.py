@@ -97,6 +97,9 @@ class Session(LiveSession):
             return
         if stream["first_at"] is None:
             stream["first_at"] = entry.record.at
+        # The status line's context: the last request's prompt size and model.
+        stream["last_prompt_tokens"] = entry.record.total_tokens
+        stream["last_model"] = entry.record.model
         if entry.outcome is Outcome.MISS:
             miss = codec.record_to_state(entry.record)
             miss["fingerprint"] = None

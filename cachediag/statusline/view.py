@@ -57,6 +57,11 @@ def session_view(header: dict[str, Any], now: float) -> dict[str, Any]:
         out["miss_cost_usd"] = main["miss_cost_usd"]
         out["unpriced_models"] = main["unpriced_models"]
         out["last_miss_tools"] = _tools_of(main["ledger"].get("last_miss"))
+        # A state saved before these were kept has neither: the fields are left out.
+        out["usage"] = {
+            "context_tokens": main.get("last_prompt_tokens"),
+            "model": main.get("last_model"),
+        }
     return out
 
 

@@ -1,0 +1,170 @@
+"""What was spent, for the status line: the session, today (local time) and the current
+5-hour block, from the history index's usage rows.
+
+The session is its transcript and its subagents' files, kept in an index of its own so
+that a refresh loads only them; today and the block need every transcript of the
+config folder (``.../projects/*/``), read once into the whole history's index and then
+only what changed. One response logged on several lines (a streamed answer, a resumed
+session's copy) counts once, as its last line says (``message.id`` and ``requestId``).
+A request's cost is its line's ``costUSD`` when it has one, else its tokens at the
+model's prices of that day (1-hour cache writes at their own rate); a request whose
+model has no price makes the sum unknown, never $0.
+
+Blocks follow ccusage's rule: a block starts at the hour (UTC) of its first request and
+lasts 5 hours; a request past its end, or more than 5 hours after the one before,
+starts the next. The block is active while its end is ahead and its last request is
+less than 5 hours old.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import zlib
+
+from cachediag.history.index import Stats
+from cachediag.history.usage_rows import UsageRow, usage_rows
+from cachediag.statusline.state import agent_files
+from cachediag.statusline.usage_fields import epoch
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs milliseconds at run time; the warm path avoids it
+    from typing import Any
+
+    from cachediag.analysis.costs import ModelPrices
+
+BLOCK_S = 5 * 3600.0
+HISTORY_FIELDS = frozenset({"today_cost", "block_cost", "block_left"})
+"""Fields that need the whole history, not only the session."""
+
+
+def session_kind(transcript: str) -> str:
+    full = os.path.abspath(transcript).encode("utf-8", "surrogateescape")
+    return f"session-{zlib.crc32(full):08x}{zlib.adler32(full):08x}"
+
+
+def history_files(transcript: str) -> list[str]:
+    """Every transcript of the config folder the session's belongs to: the folders
+    beside its project folder when that sits in ``projects``, else its own folder."""
+    from cachediag.follow.files import jsonl_below
+
+    project = os.path.dirname(os.path.abspath(transcript))
+    top = os.path.dirname(project)
+    root = top if os.path.basename(top) == "projects" else project
+    return sorted(jsonl_below(root))
+
+
+def spend_view(
+    transcript: str,
+    now: float,
+    *,
+    history: bool,
+    root: str | None = None,
+    deadline: float | None = None,
+) -> dict[str, Any]:
+    """``session_cost_usd``, and with ``history`` ``today_cost_usd`` and ``block``;
+    ``partial`` when the deadline came first (what is not whole is left out)."""
+    mine = [transcript, *agent_files(transcript)]
+    stats = Stats()
+    if history:
+        files = history_files(transcript)
+        for path in mine:
+            if path not in files:
+                files.append(path)
+        rows = usage_rows(files, root=root, stats=stats, deadline=deadline)
+        by_file = dict(zip(files, rows, strict=True))
+        session = [by_file[p] for p in mine]
+    else:
+        files, rows = mine, []
+        session = usage_rows(
+            mine, root=root, stats=stats, deadline=deadline, kind=session_kind(transcript)
+        )
+    if stats.incomplete:
+        return {"partial": True}
+    priced = _Priced()
+    out: dict[str, Any] = {"session_cost_usd": priced.total(_once([r for f in session for r in f]))}
+    if history:
+        everything = _once([r for f in rows for r in f])
+        today = time.localtime(now)[:3]
+        out["today_cost_usd"] = priced.total(
+            [(at, r) for at, r in everything if time.localtime(at)[:3] == today]
+        )
+        out["block"] = _block(everything, now, priced)
+    return out
+
+
+def _once(rows: list[UsageRow]) -> list[tuple[float, UsageRow]]:
+    """Each response once (its last line), with its time, oldest first."""
+    last: dict[str, int] = {}
+    for i, row in enumerate(rows):
+        key = row.dedup_key
+        if key is not None:
+            last[key] = i
+    out = []
+    for i, row in enumerate(rows):
+        key = row.dedup_key
+        at = epoch(row.timestamp)
+        if at is None or (key is not None and last[key] != i):
+            continue
+        out.append((at, row))
+    out.sort(key=lambda pair: pair[0])
+    return out
+
+
+def _block(rows: list[tuple[float, UsageRow]], now: float, priced: _Priced) -> dict[str, Any]:
+    start = last = None
+    members: list[tuple[float, UsageRow]] = []
+    for at, row in rows:
+        if start is None or last is None or at - start > BLOCK_S or at - last > BLOCK_S:
+            start, members = at - at % 3600, []
+        members.append((at, row))
+        last = at
+    if start is None or last is None:
+        return {"active": False}
+    active = start <= now < start + BLOCK_S and now - last < BLOCK_S
+    return {"active": active, "cost_usd": priced.total(members), "ends_at": start + BLOCK_S}
+
+
+class _Priced:
+    """Costs of rows, each model's prices looked up once per UTC day."""
+
+    def __init__(self) -> None:
+        self.days: dict[tuple[str, int], Any] = {}
+
+    def total(self, rows: list[tuple[float, UsageRow]]) -> float | None:
+        spent = 0.0
+        for at, row in rows:
+            cost = self.cost(at, row)
+            if cost is None:
+                return None
+            spent += cost
+        return spent
+
+    def cost(self, at: float, row: UsageRow) -> float | None:
+        if row.cost_usd is not None:
+            return row.cost_usd
+        tokens = row.input_tokens + row.cache_creation_tokens + row.cache_read_tokens
+        if not tokens and not row.output_tokens:
+            return 0.0  # Claude Code's own "<synthetic>" messages: nothing was billed
+        prices = None if row.model is None else self.prices(row.model, at)
+        if prices is None:
+            return None
+        p = prices.tier_for(tokens)
+        hour = min(row.cache_creation_1h_tokens, row.cache_creation_tokens)
+        return 1e-6 * (
+            row.input_tokens * p.input_mtok
+            + (row.cache_creation_tokens - hour) * p.cache_write_5m_mtok
+            + hour * p.cache_write_1h_mtok
+            + row.cache_read_tokens * p.cache_read_mtok
+            + row.output_tokens * p.output_mtok
+        )
+
+    def prices(self, model: str, at: float) -> ModelPrices | None:
+        from cachediag.statusline import prices
+
+        day = int(at // 86400)
+        found = self.days.get((model, day))
+        if found is None:
+            found = self.days[(model, day)] = prices.day_prices(model, day)
+        result: ModelPrices | None = found.at(at - day * 86400)
+        return result

@@ -1,0 +1,108 @@
+"""The status line's spend: the session's, today's and the 5-hour block's cost from the
+history index, each response once, blocks by ccusage's rule."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+import time
+from pathlib import Path
+
+import pytest
+
+from cachediag.statusline.spend import BLOCK_S, spend_view
+
+T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z
+
+
+def stamp(at: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(at))
+
+
+def line(at: float, cost: float, msg: str, output: int = 1) -> str:
+    return json.dumps(
+        {
+            "type": "assistant",
+            "timestamp": stamp(at),
+            "sessionId": "s",
+            "requestId": f"req_{msg}",
+            "costUSD": cost,
+            "message": {
+                "id": f"msg_{msg}",
+                "model": "m",
+                "usage": {"input_tokens": 1, "output_tokens": output},
+            },
+        }
+    )
+
+
+def write(path: Path, lines: list[str]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(x + "\n" for x in lines))
+    return path
+
+
+@pytest.fixture(autouse=True)
+def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Today is the local day: the tests' is UTC's, and the zone is put back after."""
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_session_today_and_block(tmp_path: Path) -> None:
+    projects = tmp_path / "projects"
+    mine = write(
+        projects / "p1" / "s.jsonl",
+        [
+            line(T0 + 600, 1.0, "a", 1),
+            line(T0 + 601, 1.0, "a", 9),  # the same response's later line: counted once
+            line(T0 + 7 * 3600, 2.0, "b"),  # more than 5 h later: a new block at 07:00
+        ],
+    )
+    write(mine.parent / "s" / "subagents" / "agent-1.jsonl", [line(T0 + 7 * 3600 + 60, 0.25, "c")])
+    write(
+        projects / "p2" / "other.jsonl", [line(T0 + 8 * 3600, 4.0, "d"), line(T0 - 3600, 8.0, "e")]
+    )
+    now = T0 + 9 * 3600
+    cache = str(tmp_path / "cache")
+    got = spend_view(str(mine), now, history=True, root=cache)
+    assert got["session_cost_usd"] == pytest.approx(3.25)
+    assert got["today_cost_usd"] == pytest.approx(7.25)  # yesterday's $8 is not today's
+    assert got["block"] == {
+        "active": True,
+        "cost_usd": pytest.approx(6.25),
+        "ends_at": T0 + 7 * 3600 + BLOCK_S,
+    }
+    later = spend_view(str(mine), T0 + 13 * 3600, history=True, root=cache)
+    assert later["block"]["active"] is False
+    assert spend_view(str(mine), now, history=False, root=cache) == {
+        "session_cost_usd": pytest.approx(3.25)
+    }
+    # One more response appended: only it is read, and counted.
+    with mine.open("a") as fp:
+        fp.write(line(T0 + 8 * 3600 + 60, 0.5, "f") + "\n")
+    assert spend_view(str(mine), now, history=True, root=cache)["today_cost_usd"] == pytest.approx(
+        7.75
+    )
+
+
+def test_a_block_also_ends_five_hours_after_it_began(tmp_path: Path) -> None:
+    hourly = [line(T0 + h * 3600 + 1800, 1.0, f"h{h}") for h in range(8)]
+    mine = write(tmp_path / "projects" / "p" / "s.jsonl", hourly)
+    got = spend_view(str(mine), T0 + 7 * 3600 + 1900, history=True, root=str(tmp_path / "c"))
+    # 00:30..04:30 fill the first block (00:00-05:00); 05:30 starts the next at 05:00.
+    assert got["block"] == {
+        "active": True,
+        "cost_usd": pytest.approx(3.0),
+        "ends_at": T0 + 5 * 3600 + BLOCK_S,
+    }
+
+
+def test_past_the_deadline_nothing_half_counted_is_shown(tmp_path: Path) -> None:
+    mine = write(tmp_path / "projects" / "p" / "s.jsonl", [line(T0, 1.0, "a")])
+    assert spend_view(str(mine), T0, history=True, root=str(tmp_path / "c"), deadline=0.0) == {
+        "partial": True
+    }
