@@ -4,8 +4,8 @@ history index, each response once, blocks by ccusage's rule."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
