@@ -407,8 +407,9 @@ def fingerprint_cost(body: bytes, repeats: int) -> tuple[float, float]:
     """Median ms to build one record (parse, fingerprint, serialise) and to append it."""
     sys.path.insert(0, str(REPO))
     from cachediag.ingest.fingerprint import canonical_json
+    from cachediag.proxy.exchange import Exchange
     from cachediag.proxy.logfiles import CaptureLog
-    from cachediag.proxy.recording import Exchange, build_record
+    from cachediag.proxy.recording import build_record
 
     chunks = sse_answer(0, 20)
     build, write = [], []

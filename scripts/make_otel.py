@@ -30,7 +30,7 @@ from typing import Any
 
 from cachediag.ingest.capture import REQUEST_KEYS, _first, _request_parts, _response_message
 from cachediag.ingest.discover import sessions_for_file
-from cachediag.ingest.lines import iter_objects
+from cachediag.ingest.jsonl import iter_objects
 from cachediag.ingest.reader import read_session
 from cachediag.model import MAIN_STREAM, RebuildAnnounced, RequestRecord, SessionLog, StreamKind
 

@@ -364,7 +364,8 @@ def _send_and_close(port: int, data: bytes) -> None:
 def test_a_gzip_bomb_does_not_grow_the_recorder_past_its_cap() -> None:
     import tracemalloc
 
-    from cachediag.proxy.recording import Exchange, build_record
+    from cachediag.proxy.exchange import Exchange
+    from cachediag.proxy.recording import build_record
 
     cap = 8 << 20
     bomb = gzip.compress(b'{"messages": [' + b" " * (96 << 20) + b"]}")

@@ -17,8 +17,9 @@ from cachediag.cli import main
 from cachediag.errors import CachediagError
 from cachediag.ingest.records import read_records
 from cachediag.proxy import logfiles
+from cachediag.proxy.exchange import Exchange
 from cachediag.proxy.logfiles import MARKER, CaptureLog, day_file_name, default_log_dir
-from cachediag.proxy.recording import Exchange, build_record
+from cachediag.proxy.recording import build_record
 from tests.proxy_support import sse_events
 
 NOON = 1764504000.0  # 2025-11-30T12:00:00Z

@@ -9,8 +9,9 @@ import signal
 import time
 from pathlib import Path
 
+from cachediag.proxy.exchange import Exchange
 from cachediag.proxy.logfiles import CaptureLog
-from cachediag.proxy.recording import Exchange, Recorder, record_line
+from cachediag.proxy.recording import Recorder, record_line
 from cachediag.proxy.worker import LineWorker
 from tests.proxy_support import records, sse_events
 

@@ -13,7 +13,8 @@ from cachediag.dataset.schema import SCHEMA_FILE, schema_document
 from cachediag.dataset.write import SCHEMA_MAX_BYTES, _check_schema, host_lock
 from cachediag.errors import CachediagError
 from cachediag.ingest.fingerprint import canonical_json
-from cachediag.proxy.recording import Exchange, build_record, record_line
+from cachediag.proxy.exchange import Exchange
+from cachediag.proxy.recording import build_record, record_line
 from tests.proxy_support import sse_events
 
 HOSTILE = "claude\u009b[2J\u0085\u2028x"

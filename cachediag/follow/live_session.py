@@ -15,7 +15,8 @@ from typing import Any
 from cachediag.analysis.ledger import Ledger, LedgerEntry
 from cachediag.follow.files import cursor, open_regular_fd
 from cachediag.follow.needles import file_needles, needles_of, saved_needles
-from cachediag.ingest.lines import BadLine, scan_chunk
+from cachediag.ingest.jsonl import BadLine
+from cachediag.ingest.lines import scan_chunk
 from cachediag.ingest.needles import MAX_LINE_BYTES
 from cachediag.ingest.transcript import FORMAT, TranscriptReader, agent_kind
 from cachediag.model import MAIN_STREAM, RebuildAnnounced, SessionLog, StreamItem, StreamKind

@@ -37,9 +37,10 @@ from aiohttp import web
 from multidict import CIMultiDict, MultiMapping
 from yarl import URL
 
+from cachediag.proxy.exchange import Exchange
 from cachediag.proxy.guard import BodyClock, browser_refusal
 from cachediag.proxy.limits import Limits
-from cachediag.proxy.recording import DECODABLE, HINT_HEADERS, Exchange, Failure, Recorder
+from cachediag.proxy.recording import DECODABLE, HINT_HEADERS, Failure, Recorder
 from cachediag.proxy.target import BadTarget, Origin, origin_form, redact_url, upstream_url
 
 HOP_BY_HOP = frozenset(

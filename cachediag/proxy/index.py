@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cachediag.ingest.lines import BadLine, parse_line
+from cachediag.ingest.jsonl import BadLine, parse_line
 from cachediag.model import BlockPrint, Fingerprint, RequestRecord, ServerReason, SessionLog
 from cachediag.proxy.logfiles import day_files, default_log_dir
 from cachediag.safefiles import open_regular

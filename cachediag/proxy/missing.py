@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from cachediag.ingest.lines import BadLine, parse_line
+from cachediag.ingest.jsonl import BadLine, parse_line
 from cachediag.ingest.threads import Thread, split_threads
 from cachediag.model import (
     RebuildAnnounced,

@@ -16,14 +16,14 @@ import queue
 import sys
 import threading
 import zlib
-from dataclasses import dataclass, field
 from typing import Any
 
+from cachediag.ingest.block_prints import canonical_json
 from cachediag.ingest.capture import read_call
-from cachediag.ingest.fingerprint import canonical_json
-from cachediag.ingest.lines import BadLine, JsonObject, parse_line
+from cachediag.ingest.jsonl import BadLine, JsonObject, parse_line
 from cachediag.jsonsafe import escape_json_utf8
 from cachediag.model import Fingerprint, RequestRecord
+from cachediag.proxy.exchange import Exchange
 from cachediag.proxy.logfiles import CaptureLog
 from cachediag.proxy.worker import LineWorker, WorkerGone
 
@@ -49,34 +49,6 @@ class Failure:
     NO_USAGE = "no_usage"
     OVER_LIMIT = "over_limit"
     """The answer was larger (decoded) than ``--record-max``: forwarded whole, not read."""
-
-
-@dataclass(slots=True)
-class Exchange:
-    """What the forwarder saw of one messages request: raw bytes, never parsed there."""
-
-    sent_at: float
-    request_body: bytes = b""
-    request_parts: list[bytes] = field(default_factory=list)
-    """The body as the chunks it was relayed in (the forwarder never joins them); when
-    given, they are the body and ``request_body`` is not read."""
-    request_encoding: str = ""
-    betas: str = ""
-    """The ``anthropic-beta`` header as sent (names only reach the record)."""
-    hints: dict[str, str] = field(default_factory=dict)
-    first_byte_at: float | None = None
-    done_at: float | None = None
-    status: int | None = None
-    request_id: str | None = None
-    response_encoding: str = ""
-    chunks: list[bytes] = field(default_factory=list)
-    failure: str | None = None
-    record_max_bytes: int = 32 << 20
-    """The most of a body (as sent, and decoded) the record is built from."""
-    request_over_cap: bool = False
-    """The request body passed ``record_max_bytes``: forwarded whole, kept not at all."""
-    response_over_cap: bool = False
-    """The answer passed ``record_max_bytes``: relayed whole, kept not at all."""
 
 
 class OverCap(BadLine):

@@ -19,7 +19,7 @@ from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from cachediag.proxy.recording import Exchange
+    from cachediag.proxy.exchange import Exchange
 
 _LINE, _ERROR = b"L", b"E"
 JOIN_TIMEOUT_S = 10.0
