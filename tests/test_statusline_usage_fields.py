@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cachediag.history.clock import epoch
 from cachediag.statusline import render, usage_fields
-from cachediag.statusline.usage_fields import epoch
 
 NOW = 1_774_700_000.0
 

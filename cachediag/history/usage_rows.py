@@ -16,10 +16,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from cachediag.history.clock import epoch
 from cachediag.history.index import RowCodec, Stats, rows_by_file
 from cachediag.safefiles import open_regular
+
+if TYPE_CHECKING:
+    from cachediag.pricing.slots import DayPrices
 
 try:
     from orjson import loads as _loads
@@ -41,6 +45,16 @@ class UsageRow(NamedTuple):
     cache_creation_1h_tokens: int = 0
     """Of the cache writes, those at the 1-hour TTL (``usage.cache_creation``'s split;
     ccusage prices every write at the 5-minute rate)."""
+    priced_usd: float | None = None
+    """The tokens at the model's list prices of that day, worked out when the line is
+    read (so that reading rows back from the index needs no price data); ``None`` when
+    the model has no price."""
+
+    @property
+    def cost(self) -> float | None:
+        """The line's ``costUSD`` when it has one, else its priced cost; ``None``: not
+        known (never $0)."""
+        return self.cost_usd if self.cost_usd is not None else self.priced_usd
 
     @property
     def dedup_key(self) -> str | None:
@@ -51,7 +65,7 @@ class UsageRow(NamedTuple):
         return f"{self.message_id}:{self.request_id}"
 
 
-SCHEMA = "usage-row-2:" + ",".join(UsageRow._fields)
+SCHEMA = "usage-row-3:" + ",".join(UsageRow._fields)
 CODEC: RowCodec[UsageRow] = RowCodec(SCHEMA, list, lambda values: UsageRow(*values))
 KIND = "usage"
 
@@ -116,8 +130,48 @@ def parse(path: str, data: bytes, start: int) -> list[UsageRow]:
         except ValueError:
             continue
         if row is not None:
-            rows.append(row)
+            rows.append(row if row.cost_usd is not None else row._replace(priced_usd=priced(row)))
     return rows
+
+
+_DAYS: dict[tuple[str, int], DayPrices] = {}
+
+
+def _day_prices(model: str, day: int) -> DayPrices:
+    from cachediag.pricing.slots import DayPrices
+
+    try:
+        from cachediag.pricing import day_prices
+
+        return day_prices(model, day)
+    except Exception:  # price data missing or broken: unknown, never a crash, never $0
+        return DayPrices()
+
+
+def priced(row: UsageRow) -> float | None:
+    """``row``'s tokens at its model's prices at its time (1-hour writes at their rate)."""
+    tokens = row.input_tokens + row.cache_creation_tokens + row.cache_read_tokens
+    if not tokens and not row.output_tokens:
+        return 0.0  # Claude Code's own "<synthetic>" messages: nothing was billed
+    at = epoch(row.timestamp)
+    if row.model is None or at is None:
+        return None
+    day = int(at // 86400)
+    found = _DAYS.get((row.model, day))
+    if found is None:
+        found = _DAYS[(row.model, day)] = _day_prices(row.model, day)
+    prices = found.at(at - day * 86400)
+    if prices is None:
+        return None
+    p = prices.tier_for(tokens)
+    hour = min(row.cache_creation_1h_tokens, row.cache_creation_tokens)
+    return 1e-6 * (
+        row.input_tokens * p.input_mtok
+        + (row.cache_creation_tokens - hour) * p.cache_write_5m_mtok
+        + hour * p.cache_write_1h_mtok
+        + row.cache_read_tokens * p.cache_read_mtok
+        + row.output_tokens * p.output_mtok
+    )
 
 
 def usage_rows(

@@ -7,8 +7,9 @@ config folder (``.../projects/*/``), read once into the whole history's index an
 only what changed. One response logged on several lines (a streamed answer, a resumed
 session's copy) counts once, as its last line says (``message.id`` and ``requestId``).
 A request's cost is its line's ``costUSD`` when it has one, else its tokens at the
-model's prices of that day (1-hour cache writes at their own rate); a request whose
-model has no price makes the sum unknown, never $0.
+model's prices of that day, worked out when the line was read into the index (so a
+refresh that reads nothing loads no price data); a request whose model has no price
+makes the sum unknown, never $0.
 
 Blocks follow ccusage's rule: a block starts at the hour (UTC) of its first request and
 lasts 5 hours; a request past its end, or more than 5 hours after the one before,
@@ -22,16 +23,14 @@ import os
 import time
 import zlib
 
+from cachediag.history.clock import epoch
 from cachediag.history.index import Stats
 from cachediag.history.usage_rows import UsageRow, usage_rows
 from cachediag.statusline.state import agent_files
-from cachediag.statusline.usage_fields import epoch
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs milliseconds at run time; the warm path avoids it
     from typing import Any
-
-    from cachediag.analysis.costs import ModelPrices
 
 BLOCK_S = 5 * 3600.0
 HISTORY_FIELDS = frozenset({"today_cost", "block_cost", "block_left"})
@@ -81,15 +80,14 @@ def spend_view(
         )
     if stats.incomplete:
         return {"partial": True}
-    priced = _Priced()
-    out: dict[str, Any] = {"session_cost_usd": priced.total(_once([r for f in session for r in f]))}
+    out: dict[str, Any] = {"session_cost_usd": _total(_once([r for f in session for r in f]))}
     if history:
         everything = _once([r for f in rows for r in f])
         today = time.localtime(now)[:3]
-        out["today_cost_usd"] = priced.total(
+        out["today_cost_usd"] = _total(
             [(at, r) for at, r in everything if time.localtime(at)[:3] == today]
         )
-        out["block"] = _block(everything, now, priced)
+        out["block"] = _block(everything, now)
     return out
 
 
@@ -111,7 +109,17 @@ def _once(rows: list[UsageRow]) -> list[tuple[float, UsageRow]]:
     return out
 
 
-def _block(rows: list[tuple[float, UsageRow]], now: float, priced: _Priced) -> dict[str, Any]:
+def _total(rows: list[tuple[float, UsageRow]]) -> float | None:
+    spent = 0.0
+    for _, row in rows:
+        cost = row.cost
+        if cost is None:
+            return None
+        spent += cost
+    return spent
+
+
+def _block(rows: list[tuple[float, UsageRow]], now: float) -> dict[str, Any]:
     start = last = None
     members: list[tuple[float, UsageRow]] = []
     for at, row in rows:
@@ -122,49 +130,4 @@ def _block(rows: list[tuple[float, UsageRow]], now: float, priced: _Priced) -> d
     if start is None or last is None:
         return {"active": False}
     active = start <= now < start + BLOCK_S and now - last < BLOCK_S
-    return {"active": active, "cost_usd": priced.total(members), "ends_at": start + BLOCK_S}
-
-
-class _Priced:
-    """Costs of rows, each model's prices looked up once per UTC day."""
-
-    def __init__(self) -> None:
-        self.days: dict[tuple[str, int], Any] = {}
-
-    def total(self, rows: list[tuple[float, UsageRow]]) -> float | None:
-        spent = 0.0
-        for at, row in rows:
-            cost = self.cost(at, row)
-            if cost is None:
-                return None
-            spent += cost
-        return spent
-
-    def cost(self, at: float, row: UsageRow) -> float | None:
-        if row.cost_usd is not None:
-            return row.cost_usd
-        tokens = row.input_tokens + row.cache_creation_tokens + row.cache_read_tokens
-        if not tokens and not row.output_tokens:
-            return 0.0  # Claude Code's own "<synthetic>" messages: nothing was billed
-        prices = None if row.model is None else self.prices(row.model, at)
-        if prices is None:
-            return None
-        p = prices.tier_for(tokens)
-        hour = min(row.cache_creation_1h_tokens, row.cache_creation_tokens)
-        return 1e-6 * (
-            row.input_tokens * p.input_mtok
-            + (row.cache_creation_tokens - hour) * p.cache_write_5m_mtok
-            + hour * p.cache_write_1h_mtok
-            + row.cache_read_tokens * p.cache_read_mtok
-            + row.output_tokens * p.output_mtok
-        )
-
-    def prices(self, model: str, at: float) -> ModelPrices | None:
-        from cachediag.statusline import prices
-
-        day = int(at // 86400)
-        found = self.days.get((model, day))
-        if found is None:
-            found = self.days[(model, day)] = prices.day_prices(model, day)
-        result: ModelPrices | None = found.at(at - day * 86400)
-        return result
+    return {"active": active, "cost_usd": _total(members), "ends_at": start + BLOCK_S}
