@@ -126,3 +126,61 @@ def test_minimums() -> None:
     assert minimum_tokens("gemini-2.5-flash") == 1024
     assert minimum_tokens("gemini-2.5-pro") == 4096
     assert minimum_tokens("gemini-3-pro-preview") == 4096
+
+
+def _history() -> tuple[dict[str, object], list[dict[str, object]]]:
+    """The fixture's session as one header and its messages, first copies only."""
+    raw = [json.loads(x) for x in _lines()]
+    head = raw[0]
+    messages: dict[str, dict[str, object]] = {}
+    for obj in raw:
+        if obj.get("type") in ("user", "gemini"):
+            messages.setdefault(obj["id"], obj)
+    return head, list(messages.values())
+
+
+def test_a_whole_file_json_chat_and_its_jsonl_copy_are_one_session(tmp_path: Path) -> None:
+    head, messages = _history()
+    chats = tmp_path / ".gemini/tmp/work/chats"
+    chats.mkdir(parents=True)
+    legacy = chats / "session-2026-12-02T04-54-76b3096b.json"
+    legacy.write_text(json.dumps({**head, "messages": messages}, indent=2))
+    [log] = read_gemini_home(tmp_path)
+    reqs = _requests(log)
+    assert len(reqs) == 8 and log.issues == []
+    assert all(r.process_start for r in reqs)  # a history says nothing of processes
+    # 0.61 resumes a .json chat by copying it into a .jsonl beside it.
+    copy = [json.dumps(head)] + [json.dumps(m) for m in messages]
+    (chats / "session-2026-12-02T04-54-76b3096b.jsonl").write_text("\n".join(copy) + "\n")
+    [log] = read_gemini_home(tmp_path)
+    assert len(_requests(log)) == 8
+
+
+def test_a_rewind_drops_the_conversation_not_the_calls() -> None:
+    lines = _lines()
+    raw = [json.loads(x) for x in lines]
+    # Rewind to the user message of the second process's turn, just before turn three.
+    third_user = [o for o in raw if o.get("type") == "user"][3]["id"]
+    at = next(i for i, o in enumerate(raw) if o.get("id") == third_user)
+    before = _requests(read_chat_lines([("chat.jsonl", lines[: at + 4])]))[-1]
+    after = [
+        {"id": "u-new", "timestamp": "2026-12-02T04:54:51Z", "type": "user",
+         "content": [{"text": "again"}]},
+        {"id": "g-new", "timestamp": "2026-12-02T04:54:52Z", "type": "gemini", "content": "ok",
+         "model": "gemini-2.5-flash", "tokens": {"input": 9000, "cached": 0, "output": 2}},
+    ]  # fmt: skip
+    rewound = [
+        *lines[: at + 4],
+        json.dumps({"$rewindTo": third_user}).encode(),
+        *(json.dumps(m).encode() for m in after),
+    ]
+    log = read_chat_lines([("chat.jsonl", rewound)])
+    assert log.issues == []
+    reqs = _requests(log)
+    assert len(reqs) == 5  # every call made before the rewind was billed, and the new one
+    assert before.fingerprint is not None and reqs[-1].fingerprint is not None
+    kept = before.fingerprint.message_hashes
+    now = reqs[-1].fingerprint.message_hashes
+    assert kept is not None and now is not None
+    # The rewound user message is gone; the new one takes its place.
+    assert len(now) == len(kept) and now[:-1] == kept[:-1] and now[-1] != kept[-1]

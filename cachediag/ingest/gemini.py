@@ -45,7 +45,7 @@ FORMAT = "gemini-cli"
 MAX_TOKENS = 10**9
 _MAX_LINE = 64 * 2**20
 _CONTEXT = re.compile(r"<loaded_context>(.*?)</loaded_context>", re.DOTALL)
-FILE_ID = re.compile(r"^session-.+-([0-9a-f]{8})\.jsonl$")
+FILE_ID = re.compile(r"^session-.+-([0-9a-f]{8})\.jsonl?$")
 
 JsonObject = dict[str, Any]
 
@@ -164,19 +164,28 @@ class _Chat:
 
     def rewrite(self, messages: list[Any]) -> None:
         """``$set.messages``: the history a process start loaded (what it resends)."""
-        conversation = []
+        self.conversation = []
         for message in messages:
             if not isinstance(message, dict) or message.get("type") not in ("user", "gemini"):
                 continue
             msg_id = message.get("id")
-            conversation.append(self.message_print(message))
             if isinstance(msg_id, str) and msg_id not in self.seen:
                 self.seen.add(msg_id)
                 if isinstance(message.get("tokens"), dict):
+                    # Known only from a history (a whole-file .json chat): which calls
+                    # opened a process is not recorded, so none may be taken as not.
+                    self.new_process = True
                     self.add_call(message, None)
             elif isinstance(message.get("tokens"), dict):
                 self.replayed += 1
-        self.conversation = conversation
+            self.conversation.append(self.message_print(message))
+
+    def rewind(self, to: Any) -> None:
+        """``$rewindTo``: the conversation from that message on is dropped (``/rewind``);
+        the calls made before stay, they were billed."""
+        keys = [key for key, _, _ in self.conversation]
+        cut = keys.index(to) if isinstance(to, str) and to in keys else 0
+        del self.conversation[cut:]
 
     def update(self, message: JsonObject) -> None:
         """A message written again under its id (its tool calls done): its content now."""
@@ -219,6 +228,9 @@ class _Chat:
         self.new_process = False
 
     def feed(self, obj: JsonObject, line: int, log: SessionLog) -> None:
+        if "$rewindTo" in obj:
+            self.rewind(obj["$rewindTo"])
+            return
         update = obj.get("$set")
         if isinstance(update, dict):
             if isinstance(update.get("sessionId"), str):

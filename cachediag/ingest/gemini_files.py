@@ -19,7 +19,9 @@ from pathlib import Path
 from cachediag.ingest.gemini import FILE_ID, read_chat_lines
 from cachediag.model import LineIssue, SessionLog
 
-PATTERN = ".gemini/tmp/*/chats/session-*.jsonl"
+PATTERN = ".gemini/tmp/*/chats/session-*.json*"
+"""``.jsonl`` chats, and the whole-file ``.json`` ones of earlier releases."""
+_SUFFIXES = (".json", ".jsonl")
 HOME_ENV = "GEMINI_CLI_HOME"
 _HEAD_BYTES = 64 * 1024
 _ROOT_BYTES = 4096
@@ -42,17 +44,19 @@ def _regular(path: Path) -> bool:
 
 def chat_files(base: Path) -> list[Path]:
     """Every chat file under a home, never through a link, oldest name first."""
-    return sorted(p for p in base.glob(PATTERN) if _regular(p))
+    return sorted(p for p in base.glob(PATTERN) if p.suffix in _SUFFIXES and _regular(p))
 
 
 def session_key(path: Path) -> str:
-    """The session a file belongs to: its header's ``sessionId``, else the name's id."""
+    """The session a file belongs to, as the CLI names its files: the first 8 characters
+    of the header's ``sessionId`` (a whole-file ``.json`` has none on its first line: the
+    name's ``<id8>``), the name itself when neither says."""
     try:
         with path.open("rb") as handle:
             head = handle.readline(_HEAD_BYTES)
         obj = json.loads(head)
         if isinstance(obj, dict) and isinstance(obj.get("sessionId"), str):
-            return str(obj["sessionId"])
+            return str(obj["sessionId"])[:8]
     except (OSError, ValueError, RecursionError):
         pass
     found = FILE_ID.match(path.name)
@@ -80,13 +84,29 @@ def project_root(chats_dir: Path) -> str | None:
     return text or None
 
 
+def _lines_of(path: Path) -> list[bytes]:
+    """A file's lines; a whole-file ``.json`` chat (releases before JSON Lines; 0.61 still
+    resumes them, copying them into a ``.jsonl`` beside) as a header and its history."""
+    data = path.read_bytes()
+    if path.suffix != ".json":
+        return data.splitlines()
+    try:
+        doc = json.loads(data)
+    except (ValueError, RecursionError):
+        return data.splitlines()  # reported line by line
+    if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
+        return data.splitlines()
+    head = {k: v for k, v in doc.items() if k != "messages"}
+    return [json.dumps(head).encode(), json.dumps({"$set": {"messages": doc["messages"]}}).encode()]
+
+
 def read_session_files(paths: list[Path]) -> SessionLog:
     """One session from all of its files; a file that cannot be read is named, not fatal."""
     contents: list[tuple[str, Iterable[bytes]]] = []
     unreadable: list[LineIssue] = []
     for path in paths:
         try:
-            contents.append((str(path), path.read_bytes().splitlines()))
+            contents.append((str(path), _lines_of(path)))
         except OSError as exc:
             unreadable.append(LineIssue(str(path), 0, f"cannot read: {exc.strerror or exc}"))
     log = read_chat_lines(contents or [(str(paths[0]), [])])
@@ -105,7 +125,8 @@ def read_chat(path: Path) -> SessionLog:
 
 
 def chat_files_in(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.glob("session-*.jsonl") if _regular(p))
+    found = folder.glob("session-*.json*")
+    return sorted(p for p in found if p.suffix in _SUFFIXES and _regular(p))
 
 
 def read_gemini_home(base: Path) -> list[SessionLog]:
