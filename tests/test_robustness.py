@@ -262,7 +262,7 @@ def test_endless_bad_lines_are_counted_in_bounded_memory() -> None:
 def test_the_scanner_is_asked_a_piece_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
     """What one scan answers is bounded by ``PIECE_BYTES``, however many lines a chunk of
     short ones holds; the lines and their numbers are the same as one scan of the whole."""
-    from cachediag.ingest import lines, sniff
+    from cachediag.ingest import lines
 
     data = b"".join(b'{"type":"x","n":%d}\n' % i if i % 7 else b"y\n" for i in range(60_000))
     needles = (b'"type"',)
@@ -276,11 +276,10 @@ def test_the_scanner_is_asked_a_piece_at_a_time(monkeypatch: pytest.MonkeyPatch)
         return real(buf, first, end, wanted)
 
     monkeypatch.setattr(lines, "scan_chunk", scan)
-    monkeypatch.setattr(sniff, "scan_chunk", scan)
     assert list(lines.scan_lines(io.BytesIO(data), needles)) == want
     assert max(asked) <= lines.PIECE_BYTES < len(data)
     asked.clear()
-    assert list(sniff._lines_holding(data, needles)) == want
+    assert list(lines._lines_holding(data, needles)) == want
     assert max(asked) <= lines.PIECE_BYTES
 
 

@@ -161,7 +161,6 @@ def test_a_file_that_is_not_a_log_stops_at_detect(
 
 ALLOWED = {
     ("sniff", "detect"): "open_file",  # sniffed and detected, for warm, statusline --check
-    ("sniff", "lines"): "__getattr__",  # names the scan took over, for test_robustness
     ("transcript", "fields"): "feed_line",  # one raw line picked and parsed, for follow/
 }
 """The one-call helpers for callers outside the reader (which never calls them:

@@ -139,17 +139,3 @@ def peek(stream: IO[bytes]) -> list[bytes]:
             continue
         head.append(raw)
     return head
-
-
-_MOVED_TO_SCAN = ("scan_chunk", "_lines_holding")
-
-
-def __getattr__(name: str) -> object:
-    """Names the scan stage (``ingest.lines``) took over from this module, still found
-    here by tests/test_robustness.py, which patches and calls them; the pipeline never
-    looks them up here. To go once that test names ``lines``."""
-    if name in _MOVED_TO_SCAN:
-        from cachediag.ingest import lines
-
-        return getattr(lines, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
