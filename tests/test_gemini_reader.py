@@ -184,3 +184,27 @@ def test_a_rewind_drops_the_conversation_not_the_calls() -> None:
     assert kept is not None and now is not None
     # The rewound user message is gone; the new one takes its place.
     assert len(now) == len(kept) and now[:-1] == kept[:-1] and now[-1] != kept[-1]
+
+
+def test_a_subagent_chat_is_a_stream_of_its_own(tmp_path: Path) -> None:
+    chats = tmp_path / ".gemini/tmp/work/chats"
+    chats.mkdir(parents=True)
+    (chats / CHAT.name).write_bytes(CHAT.read_bytes())
+    sub = chats / "76b3096b-142e-43b8-879b-1a14c6e51636" / "sub-1.jsonl"
+    sub.parent.mkdir()
+    head = {"sessionId": "sub-1", "startTime": "2026-12-02T04:54:45Z", "kind": "subagent"}
+    call = {
+        "id": "g-sub",
+        "timestamp": "2026-12-02T04:54:46Z",
+        "type": "gemini",
+        "content": "x",
+        "model": "gemini-2.5-flash",
+        "tokens": {"input": 3000, "cached": 0, "output": 5},
+    }
+    sub.write_text(json.dumps(head) + "\n" + json.dumps(call) + "\n{bad\n")
+    [log] = read_gemini_home(tmp_path)
+    assert len(_requests(log)) == 8
+    [stream] = [s for sid, s in log.streams.items() if sid != "main"]
+    assert stream.kind.value == "subagent" and stream.id == "sub-1"
+    assert [r.input_tokens for r in stream.requests] == [3000]
+    assert [(i.source, i.line) for i in log.issues] == [(str(sub), 3)]

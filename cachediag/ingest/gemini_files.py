@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from cachediag.ingest.gemini import FILE_ID, read_chat_lines
-from cachediag.model import LineIssue, SessionLog
+from cachediag.model import MAIN_STREAM, LineIssue, RequestRecord, SessionLog, StreamKind
 
 PATTERN = ".gemini/tmp/*/chats/session-*.json*"
 """``.jsonl`` chats, and the whole-file ``.json`` ones of earlier releases."""
@@ -114,7 +114,28 @@ def read_session_files(paths: list[Path]) -> SessionLog:
     if paths:
         log.project = paths[0].parent.parent.name
         log.cwd = project_root(paths[0].parent)
+        _add_subagents(log, paths[0].parent)
     return log
+
+
+def _add_subagents(log: SessionLog, chats: Path) -> None:
+    """A subagent's calls (``invoke_agent``) are billed too: its chat is
+    ``chats/<parent sessionId>/<its sessionId>.jsonl``, one subagent stream each."""
+    folder = chats / log.session_id
+    if not log.session_id or not folder.is_dir() or folder.is_symlink():
+        return
+    for path in sorted(p for p in folder.glob("*.jsonl") if _regular(p)):
+        try:
+            sub = read_chat_lines([(str(path), path.read_bytes().splitlines())])
+        except OSError as exc:
+            log.unreadable.append(LineIssue(str(path), 0, f"cannot read: {exc.strerror or exc}"))
+            continue
+        log.issues.extend(sub.issues)
+        stream = log.stream(path.stem, StreamKind.SUBAGENT, source=str(path))
+        for record in sub.streams[MAIN_STREAM].items:
+            if isinstance(record, RequestRecord):
+                record.stream = path.stem
+            stream.items.append(record)
 
 
 def read_chat(path: Path) -> SessionLog:
