@@ -104,7 +104,7 @@ def main() -> None:
     """Find every prompt-cache miss in LLM agent sessions, name its cause, count its cost.
 
     \b
-    cachediag analyze                       all Claude Code history (~/.claude, ~/.config/claude)
-    cachediag analyze session.jsonl         one session (and its subagents/ folder)
-    cat s.jsonl | cachediag analyze --json  the prompt_cache object, for jq and scripts
+    cachediag analyze                   all history: ~/.claude, ~/.config/claude
+    cachediag analyze session.jsonl     one session and its subagents/ folder
+    cachediag analyze --json < s.jsonl  the prompt_cache object, for jq
     """

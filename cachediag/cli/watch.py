@@ -73,11 +73,11 @@ def watch(
 
     \b
     Examples:
-      cachediag watch                                  everything, live
+      cachediag watch                              everything, live
       cachediag watch --misses-only --min-cost 0.10 --bell
       cachediag watch --json | jq -c 'select(.outcome == "miss")'
-      cachediag watch --once --json session.jsonl     what a transcript holds, as events
-      cachediag watch --once --since 2h               the past two hours' requests
+      cachediag watch --once --json session.jsonl  a transcript, as events
+      cachediag watch --once --since 2h            the past two hours' requests
 
     --since/--until (with --once or --from-start) report only the events of that window;
     the summary then counts those alone. Times are shown in --timezone.
