@@ -79,13 +79,16 @@ def test_outcomes_and_causes_match_the_fake() -> None:
     ]
 
 
-def test_tokens_and_costs_equal_ccusage_per_session() -> None:
+@pytest.mark.parametrize("scenario", ["changes", "pause"])
+def test_tokens_and_costs_equal_ccusage_per_session(scenario: str) -> None:
     """ccusage 20.0.24 reads the same tokens: it skips the duplicate token_count a
     compaction writes and the all-zero one after it (docs/agents.md)."""
-    (log,) = read_agent_sessions("codex", {"CODEX_HOME": str(HOME)})
+    home = DATA / f"codex_home_{scenario}"
+    ccusage = json.loads((DATA / f"ccusage20_codex_{scenario}.json").read_text())
+    (log,) = read_agent_sessions("codex", {"CODEX_HOME": str(home)})
     records = [r for s in log.streams.values() for r in s.requests]
-    (row,) = CCUSAGE["sessions"]
-    assert row["sessionFile"] == _rollout().stem
+    (row,) = ccusage["sessions"]
+    assert row["sessionFile"] == Path(log.source).stem
     assert sum(r.input_tokens for r in records) == row["inputTokens"]
     assert sum(r.cache_read_tokens for r in records) == row["cacheReadTokens"]
     assert sum(r.output_tokens for r in records) == row["outputTokens"]
@@ -95,6 +98,19 @@ def test_tokens_and_costs_equal_ccusage_per_session() -> None:
         assert prices is not None, r.model
         cost += request_cost_usd(r, prices)
     assert cost == pytest.approx(row["costUSD"], rel=1e-9)
+
+
+def test_pause_past_retention_is_a_ttl_expiry() -> None:
+    """The recorded pause run: 310 s on gpt-5.5 (in-memory retention, 5 minutes)."""
+    truth = json.loads((DATA / "codex_truth_pause.json").read_text())
+    (log,) = read_agent_sessions("codex", {"CODEX_HOME": str(DATA / "codex_home_pause")})
+    entries = analyze_openai_session(log, 0.0).main.entries
+    assert [t["outcome"] for t in truth] == ["cold", "hit", "miss"]
+    assert [e.outcome.value for e in entries] == ["cold", "hit", "miss"]
+    last = entries[-1]
+    assert last.diagnosis is not None and last.evidence is not None
+    assert [c.value for c in last.diagnosis.causes] == ["ttl_expired_5m"]
+    assert last.evidence.gap_s > 300 and last.record.message_id == truth[-1]["response_id"]
 
 
 def test_token_count_only_rollout_skips_the_compaction_duplicates(tmp_path: Path) -> None:
