@@ -118,12 +118,19 @@ def test_token_count_only_rollout_skips_the_compaction_duplicates(tmp_path: Path
     neither the duplicate at the compaction's start nor the all-zero one counted."""
     lines = [ln for ln in _rollout().read_text().splitlines()
              if '"type":"token_usage_record"' not in ln]  # fmt: skip
-    path = tmp_path / "rollout-legacy.jsonl"
+    path = tmp_path / _rollout().name
     path.write_text("\n".join(lines) + "\n")
     log = read_rollout(path)
     main, comp = log.streams["main"].requests, log.streams["compaction"].requests
     assert (len(main), len(comp)) == (len(TRUTH) - 1, 1)
     assert sum(r.total_tokens for r in main + comp) == sum(t["input_tokens"] for t in TRUTH)
+    # ccusage 20.0.24 on this same file (recorded): it skips the duplicate too.
+    recorded = json.loads((DATA / "ccusage20_codex_token_count_only.json").read_text())
+    (row,) = recorded["sessions"]
+    records = main + comp
+    assert sum(r.input_tokens for r in records) == row["inputTokens"]
+    assert sum(r.cache_read_tokens for r in records) == row["cacheReadTokens"]
+    assert sum(r.output_tokens for r in records) == row["outputTokens"]
 
 
 def test_bad_lines_counted_and_skipped(tmp_path: Path) -> None:
