@@ -21,6 +21,7 @@ from cachediag.ingest.gemini_files import (
     read_chat,
     read_gemini_home,
 )
+from cachediag.model import RebuildAnnounced
 
 HOME = Path(__file__).parent / "data" / "gemini_home"
 CHAT = sorted((HOME / ".gemini/tmp/work/chats").glob("*.jsonl"))[0]
@@ -208,3 +209,54 @@ def test_a_subagent_chat_is_a_stream_of_its_own(tmp_path: Path) -> None:
     assert stream.kind.value == "subagent" and stream.id == "sub-1"
     assert [r.input_tokens for r in stream.requests] == [3000]
     assert [(i.source, i.line) for i in log.issues] == [(str(sub), 3)]
+
+
+def _msg(i: str, kind: str, sec: int, **extra: object) -> dict[str, object]:
+    content: object = [{"text": f"m{i}"}] if kind == "user" else f"a{i}"
+    stamp = f"2026-12-02T05:00:{sec:02d}Z"
+    return {"id": i, "timestamp": stamp, "type": kind, "content": content, **extra}
+
+
+def _tokens(prompt: int, cached: int) -> dict[str, int]:
+    return {"input": prompt, "cached": cached, "output": 3, "thoughts": 0, "tool": 0}
+
+
+def _read(objs: list[dict[str, object]]) -> list[GeminiRequest]:
+    return _requests(read_chat_lines([("c.jsonl", [json.dumps(o).encode() for o in objs])]))
+
+
+HEAD = {"sessionId": "s-1", "startTime": "2026-12-02T05:00:00Z", "kind": "main"}
+
+
+def test_tokens_written_on_a_later_copy_are_the_same_call() -> None:
+    reqs = _read([
+        HEAD, _msg("u1", "user", 1), _msg("g1", "gemini", 2, model="gemini-2.5-flash"),
+        _msg("g1", "gemini", 2, model="gemini-2.5-flash", tokens=_tokens(9000, 0)),
+        _msg("g1", "gemini", 2, model="gemini-2.5-flash", tokens=_tokens(9000, 0)),
+    ])  # fmt: skip
+    assert [(r.message_id, r.input_tokens) for r in reqs] == [("g1", 9000)]
+    fp = reqs[0].fingerprint
+    assert fp is not None and fp.message_roles == ("user",)  # not its own answer
+
+
+def test_a_history_replaced_inside_a_process_announces_a_rebuild() -> None:
+    flash = {"model": "gemini-2.5-flash"}
+    summary = _msg("s1", "user", 5)
+    objs = [
+        HEAD, _msg("u1", "user", 1), _msg("g1", "gemini", 2, **flash, tokens=_tokens(30000, 0)),
+        _msg("u2", "user", 3), _msg("g2", "gemini", 4, **flash, tokens=_tokens(30100, 30000)),
+        # Compression: the CLI writes the new history (its call is not stored).
+        {"$set": {"messages": [summary], "lastUpdated": "2026-12-02T05:00:05Z"}},
+        _msg("u3", "user", 6), _msg("g3", "gemini", 7, **flash, tokens=_tokens(5000, 0)),
+    ]  # fmt: skip
+    log = read_chat_lines([("c.jsonl", [json.dumps(o).encode() for o in objs])])
+    entries = analyze_gemini_session(log, now=2e9).main.entries
+    assert [e.outcome.value for e in entries] == ["cold", "hit", "expected"]
+    # The same shortfall without the announcement is a miss.
+    objs[5] = {"$set": {"lastUpdated": "2026-12-02T05:00:05Z"}}
+    objs[-1] = _msg("g3", "gemini", 7, **flash, tokens=_tokens(31000, 0))
+    log = read_chat_lines([("c.jsonl", [json.dumps(o).encode() for o in objs])])
+    entries = analyze_gemini_session(log, now=2e9).main.entries
+    assert [e.outcome.value for e in entries] == ["cold", "hit", "miss"]
+    # A history extended at a resume is no rebuild either (the process just started).
+    assert all(not isinstance(i, RebuildAnnounced) for i in log.streams["main"].items)

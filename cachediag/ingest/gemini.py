@@ -36,6 +36,8 @@ from cachediag.model import (
     MAIN_STREAM,
     Fingerprint,
     LineIssue,
+    RebuildAnnounced,
+    RebuildKind,
     RequestRecord,
     SessionLog,
     StreamKind,
@@ -79,6 +81,13 @@ def parse_time(value: Any) -> float:
         raise BadLine("timestamp is not ISO 8601") from exc
 
 
+def _time_or_none(value: Any) -> float | None:
+    try:
+        return parse_time(value)
+    except BadLine:
+        return None
+
+
 def _count(tokens: JsonObject, key: str) -> int:
     value = tokens.get(key, 0)
     if value is None:
@@ -114,7 +123,8 @@ def sent_parts(message: JsonObject) -> list[Any]:
     in ``toolCalls`` while the turn runs, written as ``functionCall`` parts on resume)."""
     parts = [_sent_part(p) for p in _parts(message.get("content"))]
     calls = message.get("toolCalls")
-    if isinstance(calls, list):
+    has_calls = any(isinstance(p, dict) and "functionCall" in p for p in parts)
+    if isinstance(calls, list) and not has_calls:
         for call in calls:
             if isinstance(call, dict) and isinstance(call.get("name"), str):
                 fn = {"name": call["name"], "args": call.get("args")}
@@ -143,6 +153,10 @@ class _Chat:
     """What the files said so far: the conversation the next call resends."""
 
     seen: set[str] = field(default_factory=set)
+    called: set[str] = field(default_factory=set)
+    """Messages whose call is recorded: the first copy with ``tokens`` (the CLI may write
+    a ``gemini`` message first without them and again under its id once they came)."""
+    rebuilds: list[RebuildAnnounced] = field(default_factory=list)
     conversation: list[tuple[str, str, str]] = field(default_factory=list)  # id, role, hash
     instructions: str | None = None
     new_process: bool = True
@@ -162,23 +176,31 @@ class _Chat:
         # even where their content repeats an earlier message's.
         return key, role, _digest([key, sent_parts(message)])
 
-    def rewrite(self, messages: list[Any]) -> None:
-        """``$set.messages``: the history a process start loaded (what it resends)."""
+    def rewrite(self, messages: list[Any], at: float | None, line: int) -> None:
+        """``$set.messages``: the history a process start loaded (what it resends), or,
+        inside a process, the history it replaced (chat compression, a rollback)."""
+        before = [h for _, _, h in self.conversation]
         self.conversation = []
         for message in messages:
             if not isinstance(message, dict) or message.get("type") not in ("user", "gemini"):
                 continue
             msg_id = message.get("id")
-            if isinstance(msg_id, str) and msg_id not in self.seen:
+            if isinstance(msg_id, str):
                 self.seen.add(msg_id)
-                if isinstance(message.get("tokens"), dict):
+            if isinstance(message.get("tokens"), dict):
+                if isinstance(msg_id, str) and msg_id not in self.called:
                     # Known only from a history (a whole-file .json chat): which calls
                     # opened a process is not recorded, so none may be taken as not.
                     self.new_process = True
                     self.add_call(message, None)
-            elif isinstance(message.get("tokens"), dict):
-                self.replayed += 1
+                else:
+                    self.replayed += 1
             self.conversation.append(self.message_print(message))
+        after = [h for _, _, h in self.conversation]
+        replaced = after[: len(before)] != before and before[: len(after)] != after
+        if replaced and before and not self.new_process and at is not None:
+            # Chat compression: its call is not stored, the next request rebuilds.
+            self.rebuilds.append(RebuildAnnounced(at, RebuildKind.COMPACTION, line=line))
 
     def rewind(self, to: Any) -> None:
         """``$rewindTo``: the conversation from that message on is dropped (``/rewind``);
@@ -194,12 +216,16 @@ class _Chat:
             if key == found[0]:
                 self.conversation[i] = found
 
-    def fingerprint(self, model: str | None) -> Fingerprint:
+    def fingerprint(self, model: str | None, msg_id: Any) -> Fingerprint:
+        """The request's visible prompt: the conversation before its own answer."""
+        keys = [key for key, _, _ in self.conversation]
+        upto = keys.index(msg_id) if isinstance(msg_id, str) and msg_id in keys else len(keys)
+        sent = self.conversation[:upto]
         return Fingerprint(
             model=model,
             system_hashes=None if self.instructions is None else (self.instructions,),
-            message_hashes=tuple(h for _, _, h in self.conversation),
-            message_roles=tuple(r for _, r, _ in self.conversation),
+            message_hashes=tuple(h for _, _, h in sent),
+            message_roles=tuple(r for _, r, _ in sent),
         )
 
     def add_call(self, message: JsonObject, line: int | None) -> None:
@@ -221,11 +247,13 @@ class _Chat:
             model=model,
             message_id=msg_id if isinstance(msg_id, str) else None,
             line=line,
-            fingerprint=self.fingerprint(model),
+            fingerprint=self.fingerprint(model, msg_id),
             process_start=self.new_process,
             thoughts_tokens=thoughts,
         ))  # fmt: skip
         self.new_process = False
+        if isinstance(msg_id, str):
+            self.called.add(msg_id)
 
     def feed(self, obj: JsonObject, line: int, log: SessionLog) -> None:
         if "$rewindTo" in obj:
@@ -238,7 +266,8 @@ class _Chat:
                 # to a new file (a resume in a new minute).
                 self.new_process = True
             if isinstance(update.get("messages"), list):
-                self.rewrite(update["messages"])
+                stamp = update.get("lastUpdated")
+                self.rewrite(update["messages"], _time_or_none(stamp), line)
             return
         kind = obj.get("type")
         if kind is None and isinstance(obj.get("sessionId"), str):
@@ -252,13 +281,12 @@ class _Chat:
         msg_id = obj.get("id")
         if not isinstance(msg_id, str):
             raise BadLine("message without an id")
+        if kind == "gemini" and isinstance(obj.get("tokens"), dict) and msg_id not in self.called:
+            self.add_call(obj, line)  # a later copy's tokens are the same call's
         if msg_id in self.seen:
-            self.update(obj)  # the first copy's tokens stay the call's
+            self.update(obj)
             return
         self.seen.add(msg_id)
-        # The call's settings are those before its own answer joins the conversation.
-        if kind == "gemini" and isinstance(obj.get("tokens"), dict):
-            self.add_call(obj, line)
         self.conversation.append(self.message_print(obj))
 
 
@@ -299,7 +327,9 @@ def read_chat_lines(files: list[tuple[str, Iterable[bytes]]]) -> SessionLog:
     for name, lines in files:
         _feed_file(chat, log, lines, name)
     main = log.stream(MAIN_STREAM, StreamKind.MAIN, source=source)
-    main.items.extend(sorted(chat.records, key=lambda r: r.at))
+    items: list[RequestRecord | RebuildAnnounced] = [*chat.records, *chat.rebuilds]
+    # A compression announced at the same instant as a call's answer comes after it.
+    main.items.extend(sorted(items, key=lambda i: (i.at, isinstance(i, RebuildAnnounced))))
     log.replayed_responses = chat.replayed
     if not log.session_id:
         found = FILE_ID.match(Path(source).name)

@@ -203,6 +203,10 @@ class FakeGemini:
             return json.dumps({"reasoning": "fine", "unproductive_state_confidence": 0.0,
                                "unproductive_state_analysis": "none"})  # fmt: skip
         if not stream:
+            if "state_snapshot" in canonical(body.get("systemInstruction") or {}):
+                # Chat compression and its self-check (0.61 offline still kept the old
+                # history in the runs tried: docs/agents-gemini.md).
+                return "<state_snapshot><overall_goal>test</overall_goal></state_snapshot>"
             return "A short summary from the fake."
         return "Done: a short scripted answer from the fake Gemini."
 

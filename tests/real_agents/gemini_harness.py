@@ -88,7 +88,7 @@ class GeminiSession:
             shutil.rmtree(self.root, ignore_errors=True)
 
     # -- set-up --------------------------------------------------------------------
-    def write_settings(self, mcp: bool = False) -> None:
+    def write_settings(self, mcp: bool = False, compression_threshold: float | None = None) -> None:
         settings: dict[str, Any] = {
             "security": {
                 "auth": {"selectedType": "gemini-api-key"},
@@ -98,6 +98,9 @@ class GeminiSession:
             "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
             "telemetry": {"enabled": False},
         }
+        if compression_threshold is not None:
+            # A fraction of the model's context window; 0.61 compresses past it.
+            settings["model"] = {"compressionThreshold": compression_threshold}
         if mcp:
             settings["mcpServers"] = {
                 "tickets": {"command": sys.executable, "args": [str(MCP_SERVER)], "trust": True}
