@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -55,4 +57,30 @@ def test_compact_counts() -> None:
         "99.7k",
         "12.4M",
         "4.8B",
+    ]
+
+
+@given(
+    folders=st.lists(st.from_regex(r"[a-z][a-z-]{0,20}", fullmatch=True), min_size=2, max_size=9),
+    width=st.integers(min_value=30, max_value=100),
+)
+def test_a_long_path_breaks_between_folder_names(folders: list[str], width: int) -> None:
+    """A path longer than a line is cut after a ``/``, so every folder name stays whole
+    on one line (the old cut fell at the width, inside a name such as ``a-nested-dir``)."""
+    path = "/" + "/".join(folders) + "/s.jsonl"
+    lines = wrap_parts(["project x", path, "2026-02-10 21:11"], width, indent="  ")
+    assert all(len(line) <= width for line in lines)
+    tokens = [set(re.split(r"[/ ·]+", line)) for line in lines]
+    for name in folders:
+        if len(name) + 6 <= width:
+            assert any(name in words for words in tokens), (name, lines)
+
+
+def test_the_analyze_path_example() -> None:
+    path = "/tmp/longp/a-very-long-project-folder-name/and-another-nested-folder/short.jsonl"
+    lines = wrap_parts(["project /p", path], 60, indent="  ")
+    assert lines == [
+        "  project /p ·",
+        "    /tmp/longp/a-very-long-project-folder-name/",
+        "    and-another-nested-folder/short.jsonl",
     ]

@@ -179,7 +179,8 @@ def wrap_parts(
     """Join ``parts`` with ``sep`` into lines of at most ``width`` cells. A line that
     breaks between parts ends with the separator's mark (`` ·``); the next starts with
     ``follow`` (default: ``indent`` plus two spaces). A part too long for a line of its
-    own breaks between words, and only a word longer than a line (a path) is cut."""
+    own breaks between words, and only a word longer than a line (a path) is cut, after
+    a ``/`` where it has one."""
     lines: list[str] = []
     tail = sep.rstrip()
     follow = indent + "  " if follow is None else follow
@@ -206,13 +207,22 @@ def wrap_parts(
                 line = follow
             room = max(1, width - len(line) - reserve)
             while len(word) > room:
-                lines.append(line + word[:room])
-                line, word = follow, word[room:]
+                cut = _cut_at(word, room)
+                lines.append(line + word[:cut])
+                line, word = follow, word[cut:]
                 room = max(1, width - len(line) - reserve)
             line += word
             fresh = False
     lines.append(line)
     return lines
+
+
+def _cut_at(word: str, room: int) -> int:
+    """Where a word too long for its line is cut: after the last ``/`` that fits, so a
+    path breaks between folder names, never inside one; a word with none is cut at
+    ``room``."""
+    slash = word.rfind("/", 0, room)
+    return slash + 1 if slash > 0 else room
 
 
 def text_lines(
