@@ -23,7 +23,7 @@ from cachediag.model import RequestRecord, SessionLog
 from cachediag.pricing import lookup_prices
 
 DATA = Path(__file__).parent / "data"
-NAMES = ("changes", "anthropic")
+NAMES = ("changes", "anthropic", "compact")
 
 
 def _home(name: str) -> Path:
@@ -62,14 +62,17 @@ def test_every_served_request_with_its_tokens(name: str) -> None:
     truth = _truth(name)
     log = _log(name)
     assert log.issues == [] and log.session_id.startswith("ses_")
-    served = [t for t in truth if not t["title"]]
     # opencode never stores its title call (the small model, on the first turn).
     assert [t["n"] for t in truth if t["title"]] == [0]
-    got = [(r.model, r.input_tokens, r.cache_read_tokens, r.cache_creation_tokens,
-            r.output_tokens) for r in log.streams["main"].requests]  # fmt: skip
-    want = [(t["model"], t["prompt_tokens"] - t["read_tokens"] - t["write_tokens"],
-             t["read_tokens"], t["write_tokens"], t["output_tokens"]) for t in served]  # fmt: skip
-    assert got == want
+    for stream, summary in (("main", False), ("compaction", True)):
+        served = [t for t in truth if not t["title"] and t.get("compaction", False) is summary]
+        found = log.streams.get(stream)
+        got = [(r.model, r.input_tokens, r.cache_read_tokens, r.cache_creation_tokens,
+                r.output_tokens) for r in (found.requests if found else [])]  # fmt: skip
+        want = [(t["model"], t["prompt_tokens"] - t["read_tokens"] - t["write_tokens"],
+                 t["read_tokens"], t["write_tokens"], t["output_tokens"])
+                for t in served]  # fmt: skip
+        assert got == want
 
 
 def test_provider_forms_pick_the_ledger() -> None:
@@ -78,7 +81,7 @@ def test_provider_forms_pick_the_ledger() -> None:
 
 
 def _said(name: str) -> list[tuple[str, list[str], str, list[str]]]:
-    truth = [t for t in _truth(name) if not t["title"]]
+    truth = [t for t in _truth(name) if not (t["title"] or t.get("compaction"))]
     entries = _analyze(_log(name)).main.entries
     out = []
     for t, e in zip(truth, entries, strict=True):
@@ -113,6 +116,17 @@ def test_anthropic_outcomes_and_causes_match_the_fake() -> None:
     ]
 
 
+def test_compaction_is_its_own_stream_and_an_announced_rebuild() -> None:
+    """Each long answer overflowed the 9,000-token window: opencode summarised without
+    tools (the compaction stream), then continued on the summary (main, announced)."""
+    analysis = _analyze(_log("compact"))
+    (summaries,) = analysis.others
+    assert summaries.log.id == "compaction" and len(summaries.entries) == 3
+    announced = [e.announced is not None for e in analysis.main.entries]
+    assert announced == [False, True, False, True, False, True]
+    assert [s[2] for s in _said("compact")] == ["cold"] + ["hit"] * 5
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_tokens_and_costs_equal_ccusage_per_session(name: str) -> None:
     """ccusage 20.0.24 counts every step (both calls of a tool turn), prices cached input
@@ -127,7 +141,7 @@ def test_tokens_and_costs_equal_ccusage_per_session(name: str) -> None:
     assert sum(r.cache_creation_tokens for r in records) == row["cacheCreationTokens"]
     reasoning = sum(t["reasoning_tokens"] for t in _truth(name) if not t["title"])
     assert sum(r.output_tokens for r in records) - reasoning == row["outputTokens"]
-    assert (reasoning > 0) is (name == "changes")
+    assert (reasoning > 0) is (name != "anthropic")  # the Messages fake reports none
     cost = 0.0
     for r in records:
         prices = lookup_prices(r.model or "", r.at)
