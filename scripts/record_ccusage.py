@@ -33,6 +33,9 @@ TREES = {
     ],
 }
 COMMAND = ["claude", "session", "--json", "--offline", "--mode", "calculate", "--breakdown"]
+REPORTS = ("daily", "weekly", "monthly", "session", "blocks")
+"""The reports ``cachediag daily|weekly|monthly|session|blocks`` stand in for."""
+REPORT_OPTIONS = ["--json", "--offline", "--mode", "calculate", "--timezone", "UTC"]
 sys.path.insert(0, str(ROOT))
 
 
@@ -57,13 +60,15 @@ def record(ccusage: str, name: str, folders: list[Path]) -> Path | None:
     return target
 
 
-def run_ccusage(ccusage: str, config_dirs: list[Path]) -> tuple[str, dict[str, Any]]:
+def run_ccusage(
+    ccusage: str, config_dirs: list[Path], command: list[str] | None = None
+) -> tuple[str, dict[str, Any]]:
     env = {**os.environ, "CLAUDE_CONFIG_DIR": ",".join(map(str, config_dirs)), "TZ": "UTC"}
     version = subprocess.run(
         [ccusage, "--version"], capture_output=True, text=True, check=True, env=env
     ).stdout.strip()
     out = subprocess.run(
-        [ccusage, *COMMAND], capture_output=True, text=True, check=True, env=env
+        [ccusage, *(command or COMMAND)], capture_output=True, text=True, check=True, env=env
     ).stdout
     data: dict[str, Any] = json.loads(out)
     return version, data
@@ -96,12 +101,41 @@ def record_dedup(ccusage: str, name: str, real: Path) -> Path | None:
     return target
 
 
+def record_reports(ccusage: str, name: str, folders: list[Path]) -> list[Path]:
+    """ccusage's five Claude reports of one tree, each in ``ccusage20_<report>_<tree>.json``:
+    what ``cachediag daily|weekly|monthly|session|blocks --json`` are compared with."""
+    if not all(f.is_dir() for f in folders):
+        print(f"{name}: source folders missing, skipped")
+        return []
+    written = []
+    with tempfile.TemporaryDirectory() as tmp:
+        projects = Path(tmp) / "projects"
+        for folder in folders:
+            shutil.copytree(folder, projects / folder.name)
+        for report in REPORTS:
+            command = ["claude", report, *REPORT_OPTIONS]
+            version, data = run_ccusage(ccusage, [Path(tmp)], command)
+            target = ROOT / "tests/data" / f"ccusage20_{report}_{name}.json"
+            base = ROOT.parent if name == "corpus" else ROOT
+            recorded = {
+                "ccusage_version": version,
+                "command": "TZ=UTC ccusage " + " ".join(command),
+                "trees": [str(f.relative_to(base)) for f in folders],
+                "output": data,
+            }
+            target.write_text(json.dumps(recorded, indent=2, sort_keys=True) + "\n")
+            print(f"{name}: {report} -> {target.relative_to(ROOT)}")
+            written.append(target)
+    return written
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ccusage", default=shutil.which("ccusage") or "ccusage")
     args = parser.parse_args()
     for name, folders in TREES.items():
         record(args.ccusage, name, folders)
+        record_reports(args.ccusage, name, folders)
     record_dedup(args.ccusage, "dedup", ROOT / "fixtures/real")
     record_dedup(args.ccusage, "dedup_corpus", ROOT.parent / "shared/corpus/claude-code")
 

@@ -21,15 +21,20 @@ from cachediag.errors import CachediagError
 COMMANDS = {
     "analyze": "cachediag.cli.analyze:analyze",
     "audit": "cachediag.cli.audit:audit",
+    "blocks": "cachediag.cli.usage:blocks",
+    "daily": "cachediag.cli.usage:daily",
     "explain": "cachediag.cli.explain:explain",
     "export": "cachediag.cli.export:export",
+    "monthly": "cachediag.cli.usage:monthly",
     "proxy": "cachediag.cli.proxy:proxy",
     "report": "cachediag.cli.report:report",
     "prompt": "cachediag.cli.prompt:prompt",
     "schema": "cachediag.cli.schema:schema",
+    "session": "cachediag.cli.usage:session",
     "statusline": "cachediag.cli.statusline:statusline",
     "warm": "cachediag.cli.warm:warm",
     "watch": "cachediag.cli.watch:watch",
+    "weekly": "cachediag.cli.usage:weekly",
 }
 
 

@@ -16,6 +16,7 @@ from pathlib import PurePath
 from cachediag.analysis.costs import PriceFn, entry_cost
 from cachediag.analysis.ledger import LedgerEntry, Outcome
 from cachediag.analysis.session_analysis import SessionAnalysis
+from cachediag.usage.stamps import last_times
 
 HIT = "hit"
 MISS = "miss"
@@ -29,7 +30,8 @@ class RequestRow:
     """One model request of a transcript, as the usage reports count it."""
 
     at: float
-    """When the response was logged, seconds since the epoch (UTC)."""
+    """When ccusage dates the response: its last line's ``timestamp`` (seconds since the
+    epoch, UTC; ``usage.stamps`` says why), else when it started."""
     session_id: str
     project: str
     """The folder holding the session's transcripts (``~/.claude/projects/<project>``):
@@ -55,6 +57,12 @@ class RequestRow:
     """The session as ccusage names it: the transcript file's name without ``.jsonl``,
     or for a subagent's file (``<session>/subagents/agent-*.jsonl``) its session folder.
     A pre-2.0 ``agent-*.jsonl`` beside the main file is its own session there."""
+    started_at: float = 0.0
+    """When the response started to arrive (its first line): the cache's clock."""
+    source: str = ""
+    line: int = 0
+    """The transcript file and line the response was read from: ccusage lists a day's
+    or a session's models in the order its sorted files first name them."""
     message_id: str | None = None
     request_id: str | None = None
     """The response's ids, as ccusage keys its deduplication (``message.id:requestId``)."""
@@ -87,16 +95,23 @@ def row_of(
     cwd: str | None,
     price_of: PriceFn,
     transcript: str = "",
+    dated: dict[str, float] | None = None,
+    source: str = "",
 ) -> RequestRow:
-    """The row of one ledger entry (its request, outcome and costs)."""
+    """The row of one ledger entry (its request, outcome and costs); ``dated``: the
+    responses' times as ccusage takes them (``stamps.last_times``)."""
     record = entry.record
     cost = entry_cost(entry, price_of)
     diagnosis = entry.diagnosis
     cause = None
     if diagnosis is not None and diagnosis.named and diagnosis.causes:
         cause = diagnosis.causes[0].value
+    mid = record.message_id
+    at = record.at
+    if dated is not None and mid is not None:
+        at = dated.get(mid, at)
     return RequestRow(
-        at=record.at,
+        at=at,
         session_id=session_id,
         project=project,
         cwd=cwd,
@@ -110,6 +125,9 @@ def row_of(
         recache_usd=cost.miss_cost_usd or 0.0,
         cause=cause,
         transcript_session=transcript or session_id,
+        started_at=record.at,
+        source=source,
+        line=record.line or 0,
         message_id=record.message_id,
         request_id=record.request_id,
     )
@@ -117,18 +135,23 @@ def row_of(
 
 def session_rows(analysis: SessionAnalysis, price_of: PriceFn) -> list[RequestRow]:
     """Every request of one analysed session (main conversation, subagents, side calls),
-    oldest first: what the pipeline made of its transcripts, priced with ``price_of``.
+    oldest first: what the pipeline made of its transcripts, priced with ``price_of``,
+    dated as ccusage dates them (which re-reads the lines holding usage of the
+    session's transcript files: ``stamps``).
 
     Responses the pipeline already counted in another file (a continued session's copy)
     are not in the ledger, so they are not here either: each response is one row.
     """
     log = analysis.log
     project = log.project or ""
+    files = {s.log.source for s in analysis.streams if s.log.source and s.log.source != "-"}
+    dated = last_times(sorted(files))
     rows: list[RequestRow] = []
     for stream in analysis.streams:
         name = transcript_session(stream.log.source, log.session_id)
+        source = stream.log.source or ""
         rows.extend(
-            row_of(entry, log.session_id, project, log.cwd, price_of, name)
+            row_of(entry, log.session_id, project, log.cwd, price_of, name, dated, source)
             for entry in stream.entries
             if not entry.record.captured_only
         )

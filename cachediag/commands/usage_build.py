@@ -1,0 +1,131 @@
+"""From rows to one usage report: grouping, window, order, then JSON or tables."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from cachediag.commands.usage import UsageOptions
+from cachediag.errors import UsageError
+from cachediag.usage import ccusage_json as cj
+from cachediag.usage.blocks import (
+    Block,
+    identify_blocks,
+    recent_blocks,
+    token_limit,
+)
+from cachediag.usage.periods import (
+    WEEKDAYS,
+    Bucket,
+    KeyFn,
+    day_key,
+    group_rows,
+    month_key,
+    session_key,
+    week_key,
+)
+from cachediag.usage.rows import RequestRow
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+
+
+def build_report(rows: list[RequestRow], options: UsageOptions) -> str | list[RenderableType]:
+    if options.report == "blocks":
+        return _blocks(rows, options)
+    if options.report == "session":
+        return _sessions(rows, options)
+    return _periods(rows, options)
+
+
+def period_key(options: UsageOptions) -> KeyFn:
+    zone = options.display_zone()
+    if options.report == "daily":
+        return day_key(zone)
+    if options.report == "weekly":
+        if options.start_of_week not in WEEKDAYS:
+            raise UsageError(f"--start-of-week: one of {', '.join(WEEKDAYS)}")
+        return week_key(zone, options.start_of_week)
+    return month_key(zone)
+
+
+def ordered(buckets: dict[str, Bucket], order: str) -> list[Bucket]:
+    """Lines by their key (a date, week or month sorts as text), newest last for ``asc``."""
+    lines = [buckets[k] for k in sorted(buckets)]
+    return lines[::-1] if order == "desc" else lines
+
+
+def _periods(rows: list[RequestRow], options: UsageOptions) -> str | list[RenderableType]:
+    window = options.window()
+    kept = [r for r in rows if window.holds(r.at)]
+    key = period_key(options)
+    if options.instances:
+        per = {
+            name: ordered(group_rows(mine, key), options.order)
+            for name, mine in sorted(_split(kept).items())
+        }
+        if options.json:
+            return cj.dumps(cj.instances_report(options.report, per))
+        from cachediag.usage.tables import period_tables
+
+        return [t for name, lines in per.items() for t in period_tables(options, lines, name)]
+    lines = ordered(group_rows(kept, key), options.order)
+    if options.json:
+        return cj.dumps(cj.period_report(options.report, lines))
+    from cachediag.usage.tables import period_tables
+
+    return period_tables(options, lines, None)
+
+
+def _split(rows: Sequence[RequestRow]) -> dict[str, list[RequestRow]]:
+    out: dict[str, list[RequestRow]] = {}
+    for r in rows:
+        out.setdefault(r.project, []).append(r)
+    return out
+
+
+def _sessions(rows: list[RequestRow], options: UsageOptions) -> str | list[RenderableType]:
+    window = options.window()
+    buckets = group_rows(rows, session_key)
+    # ccusage keeps a session by the day of its last activity, and lists the costliest
+    # first whatever --order says.
+    lines = [b for b in buckets.values() if window.holds(b.last_at)]
+    lines.sort(key=lambda b: (-b.tokens.cost_usd, b.last_at, b.key))
+    if options.json:
+        return cj.dumps(cj.session_report(lines))
+    from cachediag.usage.tables import session_tables
+
+    return session_tables(options, lines)
+
+
+def _blocks(rows: list[RequestRow], options: UsageOptions) -> str | list[RenderableType]:
+    if options.session_hours <= 0:
+        raise UsageError("--session-length: a number of hours above 0")
+    now = options.clock()
+    every = identify_blocks(rows, now, options.session_hours)
+    try:
+        limit = token_limit(options.token_limit, every)
+    except ValueError:
+        raise UsageError(
+            f"--token-limit: a number of tokens or 'max', not {options.token_limit!r}"
+        ) from None
+    blocks = _window_blocks(every, options)
+    if options.recent:
+        blocks = recent_blocks(blocks, now)
+    if options.active:
+        blocks = [b for b in blocks if b.is_active]
+    if options.order == "desc":
+        blocks = blocks[::-1]
+    if options.json:
+        return cj.dumps(cj.blocks_report(blocks, now, limit))
+    from cachediag.usage.tables import block_tables
+
+    return block_tables(options, blocks, now, limit)
+
+
+def _window_blocks(blocks: list[Block], options: UsageOptions) -> list[Block]:
+    """Blocks whose start falls on a day within --since/--until (ccusage's filter)."""
+    if options.since is None and options.until is None:
+        return blocks
+    window = options.window()
+    return [b for b in blocks if window.holds(b.start_ms / 1000)]

@@ -1,0 +1,170 @@
+"""``daily|weekly|monthly|session|blocks --json`` against ccusage 20.0.24's own output.
+
+ccusage's outputs were recorded by ``scripts/record_ccusage.py`` (``-z UTC``, offline,
+calculated costs) on the bundled fixtures and the shared corpus: the tests need neither
+ccusage nor the network. For every report: the same keys (``promptCache`` is ours) and
+JSON types, equal token counts and entries, costs equal to the cent.
+
+ccusage's ``daily`` alone also counts the responses a parent transcript echoes in its
+``agent_progress`` lines (a subagent's, when its own transcript is not there); its
+session, weekly, monthly and block reports do not, nor does cachediag (docs/usage.md).
+``test_ccusage_daily_counts_progress_echoes`` pins that difference to those lines.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from cachediag.cli import main
+from tests.conftest import CORPUS, FIXTURES, ROOT
+
+DATA = ROOT / "tests" / "data"
+REPORTS = ("daily", "weekly", "monthly", "session", "blocks")
+TREES = {
+    "fixtures": [FIXTURES / "real" / "spotter", FIXTURES / "real" / "claude-code-viewer"],
+    "corpus": [CORPUS / "claude-code" / "spotter", CORPUS / "claude-code" / "claude-code-viewer"],
+}
+LATER = datetime(2027, 6, 1, tzinfo=UTC).timestamp()
+"""A clock past every request: no block is active (as when ccusage was recorded)."""
+COST_KEYS = {"totalCost", "cost", "costUSD"}
+CENT = 0.005
+
+
+def recorded(report: str, tree: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((DATA / f"ccusage20_{report}_{tree}.json").read_text())
+    assert data["ccusage_version"].endswith("20.0.24")
+    out: dict[str, Any] = data["output"]
+    return out
+
+
+def ours(report: str, paths: list[Path], *extra: str) -> dict[str, Any]:
+    args = [report, *map(str, paths), "-z", "UTC", "--json", "--now", str(LATER), *extra]
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    out: dict[str, Any] = json.loads(result.stdout)
+    return out
+
+
+def tree_paths(tree: str) -> list[Path]:
+    paths = TREES[tree]
+    if not all(p.is_dir() for p in paths):
+        pytest.skip(f"{tree} not present")
+    return paths
+
+
+def same_shape(mine: Any, theirs: Any, where: str, diffs: list[str]) -> None:
+    """Keys, types, tokens (exact) and costs (to the cent) alike; ``promptCache`` ours."""
+    if isinstance(theirs, dict):
+        assert isinstance(mine, dict), where
+        assert set(mine) - {"promptCache"} == set(theirs), where
+        for key, value in theirs.items():
+            if key in COST_KEYS and isinstance(value, int | float):
+                assert isinstance(mine[key], int | float), f"{where}.{key}"
+                if abs(mine[key] - value) >= CENT:
+                    diffs.append(f"{where}.{key}: {mine[key]} != {value}")
+            else:
+                same_shape(mine[key], value, f"{where}.{key}", diffs)
+    elif isinstance(theirs, list):
+        assert isinstance(mine, list) and len(mine) == len(theirs), where
+        for i, (m, t) in enumerate(zip(mine, theirs, strict=True)):
+            same_shape(m, t, f"{where}[{i}]", diffs)
+    elif isinstance(theirs, bool) or theirs is None or isinstance(theirs, str):
+        assert mine == theirs, f"{where}: {mine!r} != {theirs!r}"
+    elif isinstance(theirs, float) and where.split(".")[-1] in {"tokensPerMinute"}:
+        assert mine == pytest.approx(theirs), where
+    else:
+        assert isinstance(mine, int | float) and not isinstance(mine, bool), where
+        assert mine == theirs, f"{where}: {mine!r} != {theirs!r}"
+
+
+def progress_echoes(paths: list[Path]) -> dict[str, list[int]]:
+    """By UTC day: the four token counts of responses seen only in ``agent_progress``
+    lines (each ``message.id:requestId`` once), as ccusage's daily adds them."""
+    top: set[tuple[Any, Any]] = set()
+    echoed: dict[tuple[Any, Any], tuple[str, list[int]]] = {}
+    for path in sorted(p for root in paths for p in root.rglob("*.jsonl")):
+        for text in path.read_text(encoding="utf-8").splitlines():
+            try:
+                line = json.loads(text)
+            except ValueError:
+                continue
+            if not isinstance(line, dict):
+                continue
+            message = line.get("message")
+            if isinstance(message, dict) and "usage" in message:
+                top.add((message.get("id"), line.get("requestId")))
+                continue
+            data = line.get("data")
+            if line.get("type") != "progress" or not isinstance(data, dict):
+                continue
+            outer = data.get("message")
+            inner = outer.get("message") if isinstance(outer, dict) else None
+            if not isinstance(inner, dict) or not isinstance(inner.get("usage"), dict):
+                continue
+            assert isinstance(outer, dict)
+            u = inner["usage"]
+            counts = [
+                u.get("input_tokens", 0),
+                u.get("output_tokens", 0),
+                u.get("cache_creation_input_tokens", 0),
+                u.get("cache_read_input_tokens", 0),
+            ]
+            echoed.setdefault(
+                (inner.get("id"), outer.get("requestId")), (line["timestamp"][:10], counts)
+            )
+    by_day: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    for key, (day, counts) in echoed.items():
+        if key not in top:
+            by_day[day] = [a + b for a, b in zip(by_day[day], counts, strict=True)]
+    return dict(by_day)
+
+
+TOKEN_KEYS = ("inputTokens", "outputTokens", "cacheCreationTokens", "cacheReadTokens")
+
+
+@pytest.mark.parametrize("tree", sorted(TREES))
+@pytest.mark.parametrize("report", ["weekly", "monthly", "session", "blocks"])
+def test_report_equals_ccusage(report: str, tree: str) -> None:
+    mine = ours(report, tree_paths(tree))
+    diffs: list[str] = []
+    same_shape(mine, recorded(report, tree), report, diffs)
+    assert diffs == []
+
+
+@pytest.mark.parametrize("tree", sorted(TREES))
+def test_daily_equals_ccusage_but_for_progress_echoes(tree: str) -> None:
+    paths = tree_paths(tree)
+    mine, theirs = ours("daily", paths), recorded("daily", tree)
+    echoes = progress_echoes(paths)
+    assert [d["date"] for d in mine["daily"]] == [d["date"] for d in theirs["daily"]]
+    for m, t in zip(mine["daily"], theirs["daily"], strict=True):
+        extra = echoes.get(t["date"], [0, 0, 0, 0])
+        assert [m[k] + e for k, e in zip(TOKEN_KEYS, extra, strict=True)] == [
+            t[k] for k in TOKEN_KEYS
+        ]
+        if not any(extra):
+            diffs: list[str] = []
+            same_shape(m, t, t["date"], diffs)
+            assert diffs == []
+
+
+def test_ccusage_daily_counts_progress_echoes(corpus: Path) -> None:
+    """ccusage's daily total is not its session total on the corpus: the difference is
+    exactly the responses echoed in agent_progress lines, on the day they came."""
+    daily, session = recorded("daily", "corpus"), recorded("session", "corpus")
+    echoes = progress_echoes(TREES["corpus"])
+    assert echoes, "the corpus holds agent_progress echoes"
+    extra = [sum(v[i] for v in echoes.values()) for i in range(4)]
+    gap = [daily["totals"][k] - session["totals"][k] for k in TOKEN_KEYS]
+    assert gap == extra and any(gap)
+    # cachediag's daily total is its session total, and ccusage's session total.
+    mine_daily, mine_session = ours("daily", TREES["corpus"]), ours("session", TREES["corpus"])
+    for k in TOKEN_KEYS:
+        assert mine_daily["totals"][k] == mine_session["totals"][k] == session["totals"][k]
