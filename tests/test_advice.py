@@ -49,7 +49,10 @@ def test_versions() -> None:
     ("ctx", "knob"),
     [
         (AdviceContext(version="2.1.332", stream_kind="main"), "promptCacheTtl"),
-        (AdviceContext(version="2.1.332", stream_kind="subagent"), "subagentPromptCacheTtl"),
+        (
+            AdviceContext(version="2.1.332", stream_kind="subagent"),
+            "subagentPromptCacheTtl,experimental.cacheTtl",
+        ),
         (
             AdviceContext(version="2.1.332", stream_kind="subagent", agent_type="reviewer"),
             "experimental.cacheTtl",
@@ -63,8 +66,9 @@ def test_versions() -> None:
 )
 def test_ttl_advice_names_the_setting_for_the_stream(ctx: AdviceContext, knob: str) -> None:
     advice = advice_for("ttl_expired_5m", ctx)
-    assert advice.knobs == (knob,)
-    assert f'`{knob}: "1h"`' in advice.action
+    assert advice.knobs == tuple(knob.split(","))
+    assert f'`{advice.knobs[0]}: "1h"`' in advice.action
+    assert all(f"`{k}`" in advice.action for k in advice.knobs[1:])
     assert "(Claude Code" not in advice.action  # the version is known: no caveat
 
 

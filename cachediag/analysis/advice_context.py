@@ -1,0 +1,62 @@
+"""What the log showed about one miss, for ``advice.advice_for``.
+
+The Claude Code version is on every transcript line (``"version":"2.1.332"``) but the
+reader keeps no field for it, so ``read_client_version`` looks at the session's main file
+itself: its last 64 KiB (the version in force when the session ended; a session resumed
+after an update runs the newer one), else its first. It is the one function here that
+reads a file, and reads only those bytes; the rest is pure.
+"""
+
+from __future__ import annotations
+
+import re
+
+from cachediag.analysis.advice import AdviceContext
+from cachediag.analysis.ledger import LedgerEntry
+from cachediag.analysis.session_analysis import SessionAnalysis, StreamAnalysis
+
+_VERSION = re.compile(rb'"version":"(\d+\.\d+\.\d+)[^"]{0,20}"')
+_WINDOW = 64 * 1024
+
+
+def version_in(data: bytes) -> str | None:
+    """The last Claude Code version named in ``data``."""
+    found = _VERSION.findall(data)
+    return found[-1].decode("ascii") if found else None
+
+
+def read_client_version(path: str | None) -> str | None:
+    """The Claude Code version a transcript names (``None``: none, or not readable)."""
+    if not path:
+        return None
+    try:
+        with open(path, "rb") as f:
+            head = f.read(_WINDOW)
+            f.seek(0, 2)
+            size = f.tell()
+            tail = b""
+            if size > _WINDOW:
+                f.seek(size - _WINDOW)
+                tail = f.read(_WINDOW)
+    except OSError:
+        return None
+    return version_in(tail) or version_in(head)
+
+
+def session_version(analysis: SessionAnalysis) -> str | None:
+    """The version of a session read from a Claude Code transcript (else ``None``)."""
+    if not analysis.log.format.startswith("claude-code"):
+        return None
+    return read_client_version(analysis.log.source)
+
+
+def context_for(stream: StreamAnalysis, entry: LedgerEntry, version: str | None) -> AdviceContext:
+    """Everything the log says about this miss that the advice can use."""
+    fp = entry.record.fingerprint
+    evidence = entry.evidence
+    return AdviceContext(
+        version=version,
+        ttl_in_force=evidence.ttl_in_force if evidence is not None else entry.ttl,
+        stream_kind=str(stream.log.kind),
+        defer_loading=fp.defer_loading if fp is not None else None,
+    )
