@@ -20,12 +20,13 @@ HIGH = ("-c", 'model_reasoning_effort="high"')
 
 
 def changes(s: CodexSession) -> None:
-    """Every change in one thread: effort, AGENTS.md, an instructions file, an MCP server,
-    a pause past the fake's retention, a model switch that makes Codex compact, another
-    model switch."""
+    """Every change in one thread: a tool call, effort, AGENTS.md, an instructions file,
+    an MCP server, a pause past the fake's retention, a model switch that makes Codex
+    compact, another model switch."""
     s.trace_connects = True
     s.turn("hello")
     s.turn("turn two")
+    s.turn("RUN-SHELL: a tool call, two requests in one turn")
     s.turn("effort change", *HIGH)
     (s.work / "AGENTS.md").write_text("# Rules\nAnswer briefly.\n")
     s.turn("agents md written", *HIGH)

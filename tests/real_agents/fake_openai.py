@@ -140,6 +140,19 @@ def is_compaction(body: dict[str, Any]) -> bool:
     return isinstance(inp, list) and bool(inp) and COMPACT_MARKER in canonical(inp[-1])
 
 
+SHELL_MARKER = "RUN-SHELL"
+
+
+def wants_shell(body: dict[str, Any]) -> bool:
+    """The last input item is a user message asking for the scripted shell call (after
+    the call's output comes back, the answer is text)."""
+    inp = body.get("input")
+    if not isinstance(inp, list) or not inp or not isinstance(inp[-1], dict):
+        return False
+    last = inp[-1]
+    return last.get("role") == "user" and SHELL_MARKER in canonical(last.get("content"))
+
+
 def _part(units: list[Unit], kind: str) -> list[str]:
     return [u.own for u in units if u.kind == kind]
 
@@ -265,6 +278,21 @@ class FakeOpenAI:
         base = {"id": rid, "object": "response", "created_at": int(now),
                 "model": body.get("model"), "status": "in_progress", "output": []}  # fmt: skip
         done = {**base, "status": "completed", "output": [item], "usage": usage}
+        if wants_shell(body):
+            call = {
+                "type": "function_call", "id": "fc_" + uuid.uuid4().hex, "status": "completed",
+                "call_id": "call_" + uuid.uuid4().hex[:12], "name": "exec_command",
+                "arguments": json.dumps({"cmd": "echo realagent"}),
+            }  # fmt: skip
+            done = {**done, "output": [call]}
+            return [
+                ("response.created", {"type": "response.created", "response": base}),
+                ("response.output_item.added",
+                 {"type": "response.output_item.added", "output_index": 0, "item": call}),
+                ("response.output_item.done",
+                 {"type": "response.output_item.done", "output_index": 0, "item": call}),
+                ("response.completed", {"type": "response.completed", "response": done}),
+            ]  # fmt: skip
         return [
             ("response.created", {"type": "response.created", "response": base}),
             ("response.output_item.added",

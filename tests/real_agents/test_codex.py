@@ -102,6 +102,7 @@ def test_changes_every_request_and_miss(codex_runs: dict[str, Future[CodexSessio
     assert outcomes.count("miss") >= 4 and "compaction" in outcomes and "rebuild" in outcomes
     changed = {c for t, _, _ in rows for c in t["changed"]}
     assert {"model", "effort", "tools", "expired", "instructions"} <= changed
+    assert len(s.turns) + 2 == len(rows)  # the tool call's second request, the compaction
 
 
 def test_changes_named_causes(codex_runs: dict[str, Future[CodexSession]]) -> None:
