@@ -45,3 +45,22 @@ def run(session: GeminiSession) -> GeminiSession:
 
 def new_session(keep: bool = False) -> GeminiSession:
     return GeminiSession("scenario", retention=RETENTION_S, keep=keep, trace_connects=True)
+
+
+PAUSE_S = 310.0
+"""Past the 5 minutes cachediag assumes for Gemini's retention (and the fake's, here)."""
+
+
+def run_pause(session: GeminiSession) -> GeminiSession:
+    """Two flash turns 310 s apart, the fake keeping entries 300 s: cachediag's own
+    retention, with no override, names the expiry."""
+    session.write_instructions(RULES.format(n=1) * 300)
+    with session:
+        session.turn("before the pause", FLASH)
+        time.sleep(PAUSE_S)
+        session.turn("after the pause", FLASH)
+    return session
+
+
+def new_pause_session(keep: bool = False) -> GeminiSession:
+    return GeminiSession("pause", retention=300.0, keep=keep)

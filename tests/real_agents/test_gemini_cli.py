@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -28,13 +29,26 @@ EVIDENCED = {
 
 
 @pytest.fixture(scope="module")
-def session() -> Iterator[GeminiSession]:
+def runs() -> Iterator[dict[str, Future[GeminiSession]]]:
+    """Both scenarios, started together (the 310 s pause alongside the rest)."""
     if os.environ.get("CACHEDIAG_PURE_PYTHON"):
         pytest.skip("the real-agent suite runs once, in the compiled pass")
     require_cli(gemini_binary(), "Gemini CLI", install_hint())
-    ran = gemini_scenario.run(gemini_scenario.new_session())
-    yield ran
-    ran.cleanup()
+    pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="gemini-scenario")
+    futures = {
+        "main": pool.submit(gemini_scenario.run, gemini_scenario.new_session()),
+        "pause": pool.submit(gemini_scenario.run_pause, gemini_scenario.new_pause_session()),
+    }
+    yield futures
+    pool.shutdown(wait=True)
+    for fut in futures.values():
+        if fut.done() and fut.exception() is None:
+            fut.result().cleanup()
+
+
+@pytest.fixture(scope="module")
+def session(runs: dict[str, Future[GeminiSession]]) -> GeminiSession:
+    return runs["main"].result()
 
 
 def _entries(session: GeminiSession) -> list[LedgerEntry]:
@@ -121,3 +135,16 @@ def test_analyze_agent_gemini_reads_the_home(session: GeminiSession) -> None:
     [row] = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
     truth = [t for t in session.truth() if t["kind"] == "stream"]
     assert len(row["requests"]) == len(truth)
+
+
+def test_a_pause_past_five_minutes_is_named_by_the_default_retention(
+    runs: dict[str, Future[GeminiSession]],
+) -> None:
+    ran = runs["pause"].result()
+    truth = [t for t in ran.truth() if t["kind"] == "stream"]
+    assert [t["outcome"] for t in truth] == ["cold", "miss"] and "expired" in truth[1]["changed"]
+    [log] = read_gemini_home(ran.home)
+    entries = analyze_gemini_session(log).main.entries  # no retention override
+    assert [e.outcome.value for e in entries] == ["cold", "miss"]
+    diagnosis = entries[1].diagnosis
+    assert diagnosis is not None and [c.value for c in diagnosis.causes] == ["ttl_expired_5m"]
