@@ -36,6 +36,17 @@ COMMAND = ["claude", "session", "--json", "--offline", "--mode", "calculate", "-
 REPORTS = ("daily", "weekly", "monthly", "session", "blocks")
 """The reports ``cachediag daily|weekly|monthly|session|blocks`` stand in for."""
 REPORT_OPTIONS = ["--json", "--offline", "--mode", "calculate", "--timezone", "UTC"]
+VARIANTS = {
+    "daily_instances": ["daily", "--instances"],
+    "daily_window": ["daily", "--since", "20260211", "--until", "20260212", "--order", "desc"],
+    "weekly_monday": ["weekly", "--start-of-week", "monday"],
+    "session_window": ["session", "--since", "20260211", "--until", "20260211"],
+    "blocks_window": ["blocks", "--since", "20260212", "--session-length", "2"],
+    "daily_project": ["daily", "--project", "claude-code-viewer"],
+}
+"""Options beyond the plain reports, recorded on the corpus: ``ccusage20_<name>_corpus``."""
+ACTIVE = [(7200, 10, 100, 5000, 0), (3600, 5, 200, 1000, 5000), (600, 3, 300, 500, 6000)]
+"""The active-block fixture: (seconds before now, input, output, cache write, cache read)."""
 sys.path.insert(0, str(ROOT))
 
 
@@ -112,8 +123,11 @@ def record_reports(ccusage: str, name: str, folders: list[Path]) -> list[Path]:
         projects = Path(tmp) / "projects"
         for folder in folders:
             shutil.copytree(folder, projects / folder.name)
-        for report in REPORTS:
-            command = ["claude", report, *REPORT_OPTIONS]
+        runs = {report: [report] for report in REPORTS}
+        if name == "corpus":
+            runs.update(VARIANTS)
+        for report, args in runs.items():
+            command = ["claude", *args, *REPORT_OPTIONS]
             version, data = run_ccusage(ccusage, [Path(tmp)], command)
             target = ROOT / "tests/data" / f"ccusage20_{report}_{name}.json"
             base = ROOT.parent if name == "corpus" else ROOT
@@ -129,6 +143,51 @@ def record_reports(ccusage: str, name: str, folders: list[Path]) -> list[Path]:
     return written
 
 
+def record_active(ccusage: str) -> Path:
+    """``blocks --active`` on a transcript written just now (ccusage has no clock option):
+    the transcript, the clock it was written at, and ccusage's output, with and without
+    ``--token-limit``, so that tests replay it with ``--now``."""
+    import time
+    from datetime import UTC, datetime
+
+    now = time.time()
+    folder = ROOT / "tests/data/ccusage20_active/projects/demo"
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for i, (ago, inp, out, write, read) in enumerate(ACTIVE):
+        at = datetime.fromtimestamp(now - ago, UTC)
+        usage = {
+            "input_tokens": inp,
+            "output_tokens": out,
+            "cache_creation_input_tokens": write,
+            "cache_read_input_tokens": read,
+        }
+        message = {"id": f"msg_{i}", "role": "assistant", "model": "claude-sonnet-4-5-20250929"}
+        lines.append(
+            {
+                "type": "assistant",
+                "sessionId": "s-demo",
+                "cwd": "/home/u/demo",
+                "uuid": f"u{i}",
+                "timestamp": at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{at.microsecond // 1000:03d}Z",
+                "requestId": f"req_{i}",
+                "message": {**message, "content": [{"type": "text", "text": "ok"}], "usage": usage},
+            }
+        )
+    # ccusage 20 reads only lines written as Claude Code writes them (no spaces).
+    text = "".join(json.dumps(line, separators=(",", ":")) + "\n" for line in lines)
+    (folder / "s-demo.jsonl").write_text(text)
+    outputs = {}
+    for label, extra in (("plain", []), ("limit", ["--token-limit", "10000"])):
+        command = ["claude", "blocks", "--active", *extra, *REPORT_OPTIONS]
+        version, outputs[label] = run_ccusage(ccusage, [folder.parent.parent], command)
+    target = ROOT / "tests/data/ccusage20_blocks_active.json"
+    recorded = {"ccusage_version": version, "now": now, "outputs": outputs}
+    target.write_text(json.dumps(recorded, indent=2, sort_keys=True) + "\n")
+    print(f"active: -> {target.relative_to(ROOT)}")
+    return target
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ccusage", default=shutil.which("ccusage") or "ccusage")
@@ -136,6 +195,7 @@ def main() -> None:
     for name, folders in TREES.items():
         record(args.ccusage, name, folders)
         record_reports(args.ccusage, name, folders)
+    record_active(args.ccusage)
     record_dedup(args.ccusage, "dedup", ROOT / "fixtures/real")
     record_dedup(args.ccusage, "dedup_corpus", ROOT.parent / "shared/corpus/claude-code")
 

@@ -168,3 +168,50 @@ def test_ccusage_daily_counts_progress_echoes(corpus: Path) -> None:
     mine_daily, mine_session = ours("daily", TREES["corpus"]), ours("session", TREES["corpus"])
     for k in TOKEN_KEYS:
         assert mine_daily["totals"][k] == mine_session["totals"][k] == session["totals"][k]
+
+
+VARIANTS = {
+    "daily_instances": ["daily", "-i"],
+    "daily_window": ["daily", "-s", "20260211", "-u", "20260212", "-o", "desc"],
+    "weekly_monday": ["weekly", "-w", "monday"],
+    "session_window": ["session", "--since", "2026-02-11", "--until", "20260211"],
+    "blocks_window": ["blocks", "-s", "20260212", "-n", "2"],
+    "daily_project": ["daily", "--project", "claude-code-viewer"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_options_equal_ccusage(name: str, corpus: Path) -> None:
+    """ccusage's options, short flags and date forms give ccusage's answers (the
+    corpus's agent_progress echoes fall on 2026-02-10, outside these windows and
+    projects; daily -i is compared on its project without them)."""
+    report, *args = VARIANTS[name]
+    mine, theirs = ours(report, TREES["corpus"], *args), recorded(name, "corpus")
+    if name == "daily_instances":
+        mine, theirs = (
+            mine["projects"]["claude-code-viewer"],
+            theirs["projects"]["claude-code-viewer"],
+        )
+    diffs: list[str] = []
+    same_shape(mine, theirs, name, diffs)
+    assert diffs == []
+
+
+ACTIVE = DATA / "ccusage20_active"
+
+
+def active_recording() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((DATA / "ccusage20_blocks_active.json").read_text())
+    return data
+
+
+@pytest.mark.parametrize(("label", "extra"), [("plain", []), ("limit", ["-t", "10000"])])
+def test_active_block_equals_ccusage(label: str, extra: list[str]) -> None:
+    """Burn rate, projection and the token limit's status, at the clock ccusage ran at."""
+    rec = active_recording()
+    args = ["blocks", str(ACTIVE), "-z", "UTC", "--json", "--active", "--now", str(rec["now"])]
+    result = CliRunner().invoke(main, [*args, *extra], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    diffs: list[str] = []
+    same_shape(json.loads(result.stdout), rec["outputs"][label], label, diffs)
+    assert diffs == []

@@ -71,7 +71,7 @@ def _periods(rows: list[RequestRow], options: UsageOptions) -> str | list[Render
         return [t for name, lines in per.items() for t in period_tables(options, lines, name)]
     lines = ordered(group_rows(kept, key), options.order)
     if options.json:
-        return cj.dumps(cj.period_report(options.report, lines))
+        return cj.dumps(cj.period_report(options.report, lines, options.project))
     from cachediag.usage.tables import period_tables
 
     return period_tables(options, lines, None)

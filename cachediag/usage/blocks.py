@@ -128,11 +128,12 @@ def projection(block: Block, now: float) -> Projection | None:
     rate = burn_rate(block)
     if rate is None:
         return None
-    remaining = max(0.0, (block.end_ms - ms(now)) / 60_000)
+    # Whole minutes, as ccusage 20 projects (it shows and multiplies the same number).
+    remaining = _js_round(max(0.0, (block.end_ms - ms(now)) / 60_000))
     t = block.bucket.tokens
     tokens = t.total + rate.tokens_per_minute * remaining
     cost = t.cost_usd + rate.cost_per_hour / 60 * remaining
-    return Projection(_js_round(tokens), _js_round(cost * 100) / 100, _js_round(remaining))
+    return Projection(_js_round(tokens), _js_round(cost * 100) / 100, remaining)
 
 
 def _js_round(x: float) -> int:

@@ -113,10 +113,12 @@ def _add_cache(c: CacheTally, o: CacheTally) -> None:
         c.cause_usd[cause] = c.cause_usd.get(cause, 0.0) + usd
 
 
-def period_report(report: str, buckets: Sequence[Bucket]) -> Json:
-    """``{"daily": [...], "totals": {...}}`` (or weekly, monthly), lines in given order."""
+def period_report(report: str, buckets: Sequence[Bucket], project: str | None = None) -> Json:
+    """``{"daily": [...], "totals": {...}}`` (or weekly, monthly), lines in given order;
+    under ``--project`` each line names it, as ccusage's do."""
     key = PERIOD_KEYS[report]
-    lines = [{key: b.key, **line(b, report)} for b in buckets]
+    named = {} if project is None else {"project": project}
+    lines = [{key: b.key, **line(b, report), **named} for b in buckets]
     return {report: lines, "totals": totals(buckets)}
 
 
