@@ -13,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cachediag.ingest import gemini, gemini_files
 from cachediag.model import SessionLog
 
 Reader = Callable[[Path], SessionLog]
@@ -48,6 +47,12 @@ def _codex(path: Path) -> SessionLog:
     return read_rollout(path)
 
 
+def _gemini(path: Path) -> SessionLog:
+    from cachediag.ingest.gemini_files import read_chat  # the whole session of that file
+
+    return read_chat(path)
+
+
 AGENTS: dict[str, Agent] = {
     a.name: a
     for a in (
@@ -65,9 +70,9 @@ AGENTS: dict[str, Agent] = {
             "gemini",
             "",
             "GEMINI_CLI_HOME",
-            gemini_files.PATTERN,
-            gemini_files.read_chat,
-            gemini.FORMAT,
+            ".gemini/tmp/*/chats/session-*.json*",  # ingest.gemini_files.PATTERN
+            _gemini,
+            "gemini-cli",
         ),
     )
 }
