@@ -260,3 +260,16 @@ def test_a_history_replaced_inside_a_process_announces_a_rebuild() -> None:
     assert [e.outcome.value for e in entries] == ["cold", "hit", "miss"]
     # A history extended at a resume is no rebuild either (the process just started).
     assert all(not isinstance(i, RebuildAnnounced) for i in log.streams["main"].items)
+
+
+def test_the_agents_table_finds_the_home_and_reads_whole_sessions() -> None:
+    from cachediag.ingest import agents, gemini, gemini_files
+
+    row = agents.AGENTS["gemini"]
+    assert row.pattern == gemini_files.PATTERN and row.format == gemini.FORMAT
+    files = agents.session_files("gemini", {"HOME": str(HOME)})
+    assert files == chat_files(HOME) and len(files) == 3
+    logs = agents.read_agent_sessions(
+        "gemini", {"HOME": "/nonexistent", "GEMINI_CLI_HOME": str(HOME)}
+    )
+    assert {len(_requests(log)) for log in logs} == {8}  # each file: its whole session
