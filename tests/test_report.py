@@ -199,10 +199,106 @@ def test_no_sessions_is_an_error(tmp_path: Path) -> None:
     assert result.stdout == ""
 
 
-def test_output_is_required() -> None:
-    result = CliRunner().invoke(main, ["report", str(SPOTTER_SESSION)])
-    assert result.exit_code == 2
-    assert "--output" in result.stderr
+def test_without_output_writes_the_default_file_here(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    runner = CliRunner()
+    with runner.isolated_filesystem(temp_dir=tmp_path) as here:
+        result = runner.invoke(main, ["report", "--no-progress", str(SPOTTER_SESSION)])
+        assert result.exit_code == 0, result.output
+        out = Path(here) / "cachediag-report.html"
+        assert out.read_text().startswith("<!doctype html>")
+        # Private (0600) and said where, by its full path, on one line of stderr.
+        assert stat.S_IMODE(os.stat(out).st_mode) == 0o600
+        assert result.stdout == ""
+        assert re.fullmatch(
+            rf"Wrote {re.escape(str(out))}: 1 session\(s\), 0\.\d\d MB\n", result.stderr
+        )
+        # A second run replaces it (no temporary file left beside it).
+        again = runner.invoke(main, ["report", "--no-progress", str(SPOTTER_SESSION)])
+        assert again.exit_code == 0, again.output
+        assert os.listdir(here) == ["cachediag-report.html"]
+
+
+@pytest.mark.parametrize("given", [None, "r.html"])
+def test_a_symlink_is_never_written_through(tmp_path: Path, given: str | None) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    runner = CliRunner()
+    with runner.isolated_filesystem(temp_dir=tmp_path) as here:
+        link = Path(here) / (given or "cachediag-report.html")
+        link.symlink_to(victim)
+        args = ["report", "--no-progress", *(["-o", given] if given else []), str(SPOTTER_SESSION)]
+        result = runner.invoke(main, args)
+        assert result.exit_code == 1
+        assert "a symbolic link; the report is not written through it" in result.stderr
+        assert link.is_symlink() and victim.read_text() == "keep me"
+
+
+def test_a_folder_as_output_is_a_clear_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        main, ["report", "--no-progress", "-o", str(tmp_path), str(SPOTTER_SESSION)]
+    )
+    assert result.exit_code == 1
+    assert "a folder; name a file with --output" in result.stderr
+
+
+def _audit_groups(by: str, *paths: str) -> list[dict[str, Any]]:
+    result = CliRunner().invoke(main, ["audit", "--json", "--no-progress", "--by", by, *paths])
+    assert result.exit_code == 0, result.output
+    groups: list[dict[str, Any]] = json.loads(result.stdout)["groups"]
+    return groups
+
+
+SEVERAL = (str(REAL / "spotter"), str(REAL / "claude-code-viewer"))
+
+
+def test_session_list_agrees_with_audit_by_session() -> None:
+    _, data = make_report(*SEVERAL)
+    rows = data["session_list"]
+    assert [r["n"] for r in rows] == list(range(len(data["sessions"])))
+    assert [r["session_id"] for r in rows] == [s["session_id"] for s in data["sessions"]]
+    audit = {g["key"]: g for g in _audit_groups("session", *SEVERAL)}
+    for r in rows:
+        g = audit[r["session_id"]]
+        assert r["cost_usd"] == g["cost_usd"] and r["misses"] == g["misses"]
+        assert r["recache_cost_usd"] == pytest.approx(g["miss_cost_usd"] + g["rebuild_cost_usd"])
+    spotter = next(r for r in rows if r["session_id"].startswith("4d5611e5"))
+    # Two 5-minute expiries outweigh the one rewrite (the README's session).
+    assert spotter["top_cause"] == "ttl_expired_5m" and spotter["misses"] == 3
+    assert next(r for r in rows if r["session_id"] == "tool_heavy")["top_cause"] == (
+        "messages_rewritten"
+    )
+
+
+@pytest.mark.parametrize(("field", "by"), [("by_project", "project"), ("by_model", "model")])
+def test_spend_by_project_and_model_is_the_audit_s(field: str, by: str) -> None:
+    _, data = make_report(*SEVERAL)
+    assert data["overview"][field] == _audit_groups(by, *SEVERAL)
+
+
+def test_top_cause_weighs_re_cache_cost() -> None:
+    from cachediag.report.html.lists import top_cause
+
+    def e(outcome: str, causes: list[str], usd: float | None) -> dict[str, Any]:
+        return {"outcome": outcome, "causes": causes, "miss_cost_usd": usd}
+
+    assert top_cause([]) is None
+    assert top_cause([e("miss", ["a"], 0.1), e("miss", ["a"], 0.1), e("miss", ["b"], 0.3)]) == "b"
+    assert top_cause([e("expected", [], 0.5), e("miss", ["a"], 0.1)]) == "expected rebuild"
+    # Unpriced: the commonest; a tie goes to a miss's cause over a rebuild.
+    assert top_cause([e("miss", [], None), e("expected", [], None)]) == "unknown"
+
+
+def test_advice_for_each_cause_shown() -> None:
+    from cachediag.analysis.advice import advice_for
+
+    _, data = make_report(*SEVERAL)
+    shown = {r["key"] for r in data["overview"]["by_cause"]} - {"no_miss", "expected_rebuild"}
+    assert set(data["advice"]) == shown == {"ttl_expired_5m", "messages_rewritten"}
+    for cause, advice in data["advice"].items():
+        assert advice["action"] == advice_for(cause).action and advice["action"]
 
 
 def test_unwritable_output_is_a_clear_error(tmp_path: Path) -> None:

@@ -68,10 +68,11 @@ def browser() -> Iterator[Any]:
 class Opened:
     """A page loaded from disk, with what it logged and every request it made."""
 
-    def __init__(self, context: Any, path: Path, fragment: str = "") -> None:
+    def __init__(self, context: Any, path: Path, fragment: str = "", width: int = 1400) -> None:
         self.console: list[tuple[str, str]] = []
         self.requests: list[str] = []
         self.page = context.new_page()
+        self.page.set_viewport_size({"width": width, "height": 900})
         self.page.on("console", lambda m: self.console.append((m.type, m.text)))
         self.page.on("pageerror", lambda e: self.console.append(("pageerror", str(e))))
         # Every request goes through here; anything but the file itself is refused.

@@ -14,15 +14,18 @@ from cachediag.errors import CachediagError
 if TYPE_CHECKING:
     from cachediag.report.html.data import PageDict
 
+DEFAULT_OUTPUT = "cachediag-report.html"
+
 
 @click.command()
 @audit_inputs
 @click.option(
     "--output",
     "-o",
-    required=True,
+    default=None,
     metavar="FILE.html",
-    help="Where to write the page; '-' writes it to stdout.",
+    help=f"Where to write the page; '-' for stdout. Default: ./{DEFAULT_OUTPUT} "
+    "(a symbolic link there is refused, never written through).",
 )
 @click.option(
     "--timelines",
@@ -33,7 +36,7 @@ if TYPE_CHECKING:
     "their summary and miss table, so the file stays small.",
 )
 @click.option("--title", default="cachediag report", show_default=True, help="Page title.")
-def report(inputs: AuditInputs, output: str, timelines: int, title: str) -> None:
+def report(inputs: AuditInputs, output: str | None, timelines: int, title: str) -> None:
     """One self-contained HTML page: every request on a timeline, misses and their causes.
 
     Takes the inputs, window (--since/--until), prices and captures (--captures: the
@@ -41,14 +44,17 @@ def report(inputs: AuditInputs, output: str, timelines: int, title: str) -> None
     session: read / written / uncached tokens of every request on a time axis, misses
     marked with their cause, expected rebuilds, compactions and model switches marked,
     the TTL window shaded so a pause that outlived it shows; subagents and compaction
-    agents as lanes of their own. Across sessions: totals, spend by cause and by day,
-    the most expensive misses and the TTL what-if. The file opens offline, from disk;
-    it fetches nothing and holds no prompt text.
+    agents as lanes of their own. Across sessions: totals, re-cache cost by cause (the
+    extra cost of misses and rebuilds beyond a hit) with what to do about each, spend
+    by day, project and model, the most expensive misses, the TTL what-if, and a list of
+    sessions to sort, filter and open. The file opens offline, from disk; it fetches nothing and
+    holds no prompt text.
 
     \b
     Examples:
+      cachediag report                  (writes ./cachediag-report.html)
       cachediag report --output cache.html
-      cachediag report ~/.claude/projects/-home-me-app --since 2026-11-01 -o app.html
+      cachediag report ~/.claude/projects/-home-me-app --since 30d -o app.html
       cachediag report session.jsonl --output - > session.html
     """
     from cachediag import __version__
@@ -78,11 +84,44 @@ def report(inputs: AuditInputs, output: str, timelines: int, title: str) -> None
     if output == "-":
         click.echo(text, nl=False)
     else:
-        try:
-            with open(output, "w", encoding="utf-8") as out:
-                out.write(text)
-        except OSError as exc:
-            raise CachediagError(f"{output}: cannot write the report: {exc.strerror}") from exc
+        where = write_page(output or DEFAULT_OUTPUT, text)
         size = len(text.encode("utf-8"))
-        click.echo(f"Wrote {output}: {len(pages)} session(s), {size / 1e6:.2f} MB", err=True)
+        # Named as given with -o; the default file by its full path, so it can be found.
+        shown = output or where
+        click.echo(f"Wrote {shown}: {len(pages)} session(s), {size / 1e6:.2f} MB", err=True)
     report_run_errors(run)
+
+
+def write_page(path: str, text: str) -> str:
+    """Write the page to ``path`` and return its absolute path. A regular file (or none)
+    is replaced atomically, mode 0600; a symbolic link is refused (never written through,
+    never replaced); a device or FIFO (``-o /dev/null``) is written as it is."""
+    import os
+    import stat
+
+    from cachediag.safefiles import write_atomic
+
+    where = os.path.abspath(path)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise CachediagError(f"{path}: cannot write the report: {exc.strerror}") from exc
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        raise CachediagError(
+            f"{path}: a symbolic link; the report is not written through it "
+            "(remove the link or choose another --output)"
+        )
+    data = text.encode("utf-8")
+    try:
+        if st is not None and not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
+            with open(path, "wb") as out:
+                out.write(data)
+        else:
+            write_atomic(path, data)
+    except IsADirectoryError as exc:
+        raise CachediagError(f"{path}: a folder; name a file with --output") from exc
+    except OSError as exc:
+        raise CachediagError(f"{path}: cannot write the report: {exc.strerror}") from exc
+    return where

@@ -12,11 +12,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cachediag.analysis.dimensions import Cause
 from cachediag.analysis.rollup import Audit, GroupBy
 from cachediag.analysis.session_analysis import SessionAnalysis, StreamAnalysis
 from cachediag.model import TTL_SECONDS
 
 PageDict = dict[str, Any]
+CAUSES = frozenset(str(c) for c in Cause)
+"""The closed set of causes, each with advice (``no_miss`` and ``expected_rebuild`` are
+rows of the cause table too, but not causes of a miss)."""
 
 EVENT_OUTCOMES = ("miss", "expected")
 EVENT_FIELDS = (
@@ -209,17 +213,20 @@ class SessionPage:
 def overview(
     audit: Audit, pricing_source: str, since: str | None = None, until: str | None = None
 ) -> PageDict:
-    """Totals, spend by cause and by day, the most expensive misses and the what-if,
-    as ``audit --json`` reports them."""
+    """Totals, spend by cause, day, project and model, the most expensive misses and the
+    what-if, as ``audit --json`` reports them."""
     from dataclasses import asdict
 
     from cachediag.report.audit_report import _POLICY_LABELS, build_report, group_row
+    from cachediag.report.html.lists import spend_rows
 
     report = build_report(audit, GroupBy.CAUSE, pricing_source, since=since, until=until)
     out: PageDict = asdict(report)
     del out["whatif_by_session"], out["by"]
     out["by_cause"] = out.pop("groups")
     out["by_day"] = [asdict(group_row(k, t)) for k, t in audit.rows(GroupBy.DAY)]
+    out["by_project"] = spend_rows(audit, GroupBy.PROJECT)
+    out["by_model"] = spend_rows(audit, GroupBy.MODEL)
     out["policy_labels"] = dict(_POLICY_LABELS)
     return out
 
@@ -250,10 +257,16 @@ def page_data(
         c = p.get("cost")
         return float(c["cost_usd"]) if c else 0.0
 
+    from cachediag.report.html.lists import cause_advice, session_rows
+
     keep = {id(p) for p in sorted(order, key=cost, reverse=True)[:timelines]}
+    ov = overview(audit, pricing_source, since, until)
+    causes = [row["key"] for row in ov["by_cause"] if row["key"] in CAUSES]
     return {
         "generator": generator,
-        "overview": {**overview(audit, pricing_source, since, until), "days_in": days_in},
+        "overview": {**ov, "days_in": days_in},
+        "advice": cause_advice(causes),
         "sessions": [p if id(p) in keep else without_timeline(p) for p in order],
+        "session_list": session_rows(audit, order),
         "timelines_omitted": max(0, len(order) - timelines),
     }

@@ -25,7 +25,13 @@ from cachediag.text import BIDI_CONTROLS, REPLACEMENT, sanitize
 
 ECHARTS_VERSION = "6.1.0"
 ECHARTS_FILE = "echarts.common.min.js"
-SCRIPT_FILES = ("report-base.js", "report-overview.js", "report-session.js", "report-main.js")
+SCRIPT_FILES = (
+    "report-base.js",
+    "report-overview.js",
+    "report-list.js",
+    "report-session.js",
+    "report-main.js",
+)
 """The page's own script, in parts that share one scope (helpers first, start-up last)."""
 
 _MARKER = re.compile(r"/\*@(\w+)@\*/")

@@ -31,8 +31,10 @@
     // One session: its story first, the totals after.
     var overview = document.getElementById("overview");
     overview.parentNode.insertBefore(document.getElementById("session"), overview);
+    document.getElementById("sessions").hidden = true;  // a list of one says nothing
   }
   if (SESSIONS.length) {
+    drawSessionList();
     drawPicker();
     var h = fromHash();
     drawSession(h.n === null ? mostExpensive() : h.n, h.miss);
@@ -42,6 +44,7 @@
     });
   } else {
     document.getElementById("session").hidden = true;
+    document.getElementById("sessions").hidden = true;
   }
   window.addEventListener("resize", function () { charts.forEach(function (c) { c.resize(); }); });
   document.body.setAttribute("data-ready", "1");

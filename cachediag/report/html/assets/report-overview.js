@@ -11,9 +11,10 @@
     var cards = [
       ["sessions", String(OV.sessions)], ["requests", tokens(t.requests)],
       ["cost", rowUsd(t, t.cost_usd) + (t.unpriced_requests && t.unpriced_requests < t.requests ? "*" : "")],
-      ["misses", tokens(t.misses) + " · " + rowUsd(t, t.miss_cost_usd)],
-      ["expected rebuilds", tokens(t.expected_rebuilds) + " · " + rowUsd(t, t.rebuild_cost_usd)],
-      ["re-caching share of spend", share(t.recache_share)],
+      ["re-cache cost (misses and rebuilds beyond a hit)", rowUsd(t, t.miss_cost_usd + t.rebuild_cost_usd)],
+      ["misses · their re-cache cost", tokens(t.misses) + " · " + rowUsd(t, t.miss_cost_usd)],
+      ["expected rebuilds · their re-cache cost", tokens(t.expected_rebuilds) + " · " + rowUsd(t, t.rebuild_cost_usd)],
+      ["re-cache cost share of spend", share(t.recache_share)],
       ["tokens read from cache", compact(t.cache_read_tokens)],
       ["tokens written to cache", compact(t.cache_creation_tokens)]
     ];
@@ -32,6 +33,9 @@
     }
     drawByCause();
     drawByDay();
+    drawSpend("chart-project", OV.by_project, "project");
+    drawSpend("chart-model", OV.by_model, "model");
+    drawAdvice();
     drawWhatIf();
     drawTopMisses();
   }
@@ -40,9 +44,15 @@
     return { type: "value", axisLabel: { formatter: function (v) { return "$" + v; } } };
   }
 
-  function drawByCause() {
-    var rows = OV.by_cause.slice().reverse();
-    var chart = newChart(document.getElementById("chart-cause"));
+  // Requests with no miss have no re-cache cost: their bar would dwarf every cause, so
+  // their spend is a total beside the chart, not a bar in it.
+  var NO_MISS = "no_miss";
+
+  // A long name keeps its end (a project folder's own name, a model's version).
+  function tail(text) { text = String(text); return text.length > 24 ? "\u2026" + text.slice(-23) : text; }
+
+  function recacheBars(id, rows, stack) {
+    var chart = newChart(document.getElementById(id));
     function part(row, recache) {
       var re = row.miss_cost_usd + row.rebuild_cost_usd;
       return recache ? re : Math.max(0, row.cost_usd - re);
@@ -50,25 +60,82 @@
     chart.setOption({
       animation: false,
       grid: { left: 150, right: 24, top: 30, bottom: 24 },
-      legend: { top: 0, data: ["re-caching", "other spend"] },
+      legend: { top: 0, data: ["re-cache cost", "other spend"] },
       tooltip: {
         trigger: "axis", axisPointer: { type: "shadow" }, confine: true,
         formatter: function (ps) {
           var row = rows[ps[0].dataIndex];
           return "<b>" + escIso(row.key) + "</b><br>" + tokens(row.requests) + " requests · " +
-            tokens(row.misses) + " misses<br>cost " + rowUsd(row, row.cost_usd) + "<br>re-caching " +
+            tokens(row.misses) + " misses · " + tokens(row.expected_rebuilds) + " expected rebuilds<br>cost " +
+            rowUsd(row, row.cost_usd) + "<br>re-cache cost " +
             rowUsd(row, row.miss_cost_usd + row.rebuild_cost_usd) + " (" + share(row.recache_share) + ")";
         }
       },
       xAxis: moneyAxis(),
       yAxis: { type: "category", data: rows.map(function (r) { return r.key; }),
-               axisLabel: { width: 140, overflow: "truncate" } },
+               axisLabel: { width: 140, overflow: "truncate", formatter: tail } },
       series: [
-        { name: "re-caching", type: "bar", stack: "c", color: COLORS.miss,
+        { name: "re-cache cost", type: "bar", stack: stack, color: COLORS.miss,
           data: rows.map(function (r) { return part(r, true); }) },
-        { name: "other spend", type: "bar", stack: "c", color: COLORS.rest,
+        { name: "other spend", type: "bar", stack: stack, color: COLORS.rest,
           data: rows.map(function (r) { return part(r, false); }) }
       ]
+    });
+  }
+
+  function drawByCause() {
+    var rows = OV.by_cause.filter(function (r) { return r.key !== NO_MISS; }).reverse();
+    var rest = OV.by_cause.filter(function (r) { return r.key === NO_MISS; })[0];
+    var note = document.getElementById("cause-rest");
+    note.textContent = rest
+      ? "Not charted: requests with no miss, " + tokens(rest.requests) + " requests, " + rowUsd(rest, rest.cost_usd) + "."
+      : "";
+    var node = document.getElementById("chart-cause");
+    if (!rows.length) {
+      node.hidden = true;
+      document.getElementById("cause-empty").hidden = false;
+      return;
+    }
+    recacheBars("chart-cause", rows, "c");
+  }
+
+  // Spend by project or by model: the costliest first, at most 12 bars (the rest summed
+  // into one), each split into its re-cache cost and the rest.
+  function drawSpend(id, all, what) {
+    var top = all.slice(0, 12);
+    if (all.length > 12) {
+      var other = { key: (all.length - 12) + " other " + what + "s", requests: 0, misses: 0, expected_rebuilds: 0,
+                    cost_usd: 0, miss_cost_usd: 0, rebuild_cost_usd: 0, unpriced_requests: 0 };
+      all.slice(12).forEach(function (r) {
+        ["requests", "misses", "expected_rebuilds", "cost_usd", "miss_cost_usd", "rebuild_cost_usd",
+         "unpriced_requests"].forEach(function (k) { other[k] += r[k] || 0; });
+      });
+      other.recache_share = other.cost_usd ? (other.miss_cost_usd + other.rebuild_cost_usd) / other.cost_usd : null;
+      top.push(other);
+    }
+    var node = document.getElementById(id);
+    node.style.height = Math.max(160, 60 + 28 * top.length) + "px";
+    recacheBars(id, top.reverse(), what);
+  }
+
+  // What to do about each cause the audit found, from cachediag's one advice table
+  // (analysis/advice.py): what usually produces it, the action, its docs page.
+  function drawAdvice() {
+    var advice = DATA.advice || {};
+    var keys = OV.by_cause.map(function (r) { return r.key; }).filter(function (k) { return advice[k]; });
+    var box = document.getElementById("advice");
+    box.hidden = !keys.length;
+    var list = document.getElementById("advice-list");
+    keys.forEach(function (k) {
+      var a = advice[k];
+      list.appendChild(el("dt", { text: k }));
+      var dd = el("dd", {}, [el("span", { class: "dim", text: a.produced_by + " " }),
+                              el("span", { class: a.actionable ? "action" : "dim", text: a.action })]);
+      if (a.doc) {
+        dd.appendChild(document.createTextNode(" "));
+        dd.appendChild(el("a", { href: a.doc, text: "docs", rel: "noreferrer", target: "_blank" }));
+      }
+      list.appendChild(dd);
     });
   }
 
@@ -80,13 +147,15 @@
       animation: false,
       grid: { left: 60, right: 24, top: 30, bottom: 60 },
       legend: { top: 0, data: ["misses", "expected rebuilds", "other spend"] },
+      // The re-cache cost of each day, split into misses and expected rebuilds.
       tooltip: {
         trigger: "axis", axisPointer: { type: "shadow" }, confine: true,
         formatter: function (ps) {
           var row = rows[ps[0].dataIndex];
           return "<b>" + esc(row.key) + "</b> (" + esc(OV.days_in) + ")<br>" + tokens(row.requests) + " requests<br>cost " +
-            rowUsd(row, row.cost_usd) + "<br>misses " + tokens(row.misses) + ": " + rowUsd(row, row.miss_cost_usd) +
-            "<br>rebuilds " + tokens(row.expected_rebuilds) + ": " + rowUsd(row, row.rebuild_cost_usd);
+            rowUsd(row, row.cost_usd) + "<br>re-cache cost of " + tokens(row.misses) + " misses: " + rowUsd(row, row.miss_cost_usd) +
+            "<br>re-cache cost of " + tokens(row.expected_rebuilds) + " expected rebuilds: " +
+            rowUsd(row, row.rebuild_cost_usd);
         }
       },
       dataZoom: rows.length > 31 ? [{ type: "inside" }, { type: "slider", height: 18, bottom: 4 }] : [],
@@ -168,7 +237,7 @@
         el("td", { text: m.causes.join(", ") })
       ]);
     });
-    fillTable(table, [["cost", "num"], ["time (UTC)"], ["session"], ["stream"], ["gap", "num"],
-                      ["re-processed", "num"], ["cause"]], rows);
+    fillTable(table, [["re-cache cost", "num"], ["time (UTC)"], ["session"], ["stream"], ["gap", "num"],
+                      ["re-processed tokens", "num"], ["cause"]], rows);
   }
 

@@ -17,6 +17,7 @@
   function drawSession(n, focus) {
     var s = SESSIONS[n];
     document.getElementById("session-picker").value = String(n);
+    markListed(n);
     var meta = document.getElementById("session-meta");
     meta.textContent = "";
     [bdi(s.session_id), " · ", bdi(s.source), " · " + s.format,
@@ -79,11 +80,15 @@
       if (focus && focus === e.stream + ":" + e.index) { tr.classList.add("focus"); focused = tr; }
       return tr;
     });
-    fillTable(table, [["stream"], ["#", "num"], ["time (UTC)"], ["gap", "num"], ["redone", "num"],
-                      ["cost", "num"], ["cause"], ["read/cached"]], rows);
+    fillTable(table, [["stream"], ["#", "num"], ["time (UTC)"], ["gap", "num"], ["re-processed tokens", "num"],
+                      ["re-cache cost", "num"], ["cause"], ["read/cached"]], rows);
     if (focused) focused.scrollIntoView({ block: "center" });
   }
 
+  // Every label of a lane (the cause of a miss, a compaction announced, a model switch,
+  // how long the cache stayed cold) is a label of one scatter series with hideOverlap:
+  // ECharts then drops a label that would cover another (lower ones first), in every lane
+  // at once; markLine and markArea labels would take no part in that, so they show none.
   function laneSeries(lane, k, s) {
     var c = lane.columns;
     var series = [];
@@ -94,33 +99,38 @@
         data: c.at.map(function (at, i) { return [at * 1000, c[key][i], i]; })
       };
     }
+    var peak = 0;
+    c.at.forEach(function (_, i) { peak = Math.max(peak, c.read[i] + c.written[i] + c.input[i]); });
+    var labels = [];
     var read = bars("read", "read", COLORS.read);
     read.markArea = {
-      silent: false,
+      silent: false, label: { show: false },
       data: lane.windows.map(function (w) {
         // A pause wide enough to hold it says how long the cache stayed cold.
-        var wide = w[2] === "expired" && (w[1] - w[0]) > 0.06 * (s.last_at - s.first_at);
+        if (w[2] === "expired" && (w[1] - w[0]) > 0.06 * (s.last_at - s.first_at)) {
+          labels.push({ at: (w[0] + w[1]) / 2, y: peak, text: "cache cold " + duration(w[1] - w[0]),
+                        color: "#a40e26", tip: "cache expired: pause of " + duration(w[1] - w[0]) });
+        }
         return [{ xAxis: w[0] * 1000, name: w[2] + " " + w[0] + " " + w[1],
-                  itemStyle: { color: w[2] === "alive" ? COLORS.alive : COLORS.expired },
-                  label: { show: wide, position: "insideTop", color: "#a40e26", fontSize: 11,
-                           formatter: "cache cold " + duration(w[1] - w[0]) } },
+                  itemStyle: { color: w[2] === "alive" ? COLORS.alive : COLORS.expired } },
                 { xAxis: w[1] * 1000 }];
       })
     };
     var marks = [];
     lane.announced.forEach(function (a) {
       marks.push({ xAxis: a[0] * 1000, name: "announced " + a[1],
-                   lineStyle: { color: COLORS.expected, type: "dashed" }, label: { formatter: a[1] } });
+                   lineStyle: { color: COLORS.expected, type: "dashed" } });
+      labels.push({ at: a[0], y: peak, text: a[1], color: COLORS.expected, tip: "announced " + a[1] });
     });
     s.switches.forEach(function (sw) {
       if (!laneHas(lane, sw.stream)) return;
-      marks.push({ xAxis: sw.at * 1000, name: "model " + (sw.before || "?") + " -> " + (sw.after || "?"),
-                   lineStyle: { color: COLORS.model }, label: { formatter: literal("model: " + (sw.after || "?")) } });
+      var name = "model " + (sw.before || "?") + " -> " + (sw.after || "?");
+      marks.push({ xAxis: sw.at * 1000, name: name, lineStyle: { color: COLORS.model } });
+      labels.push({ at: sw.at, y: peak, text: "model: " + (sw.after || "?"), color: COLORS.model, tip: name });
     });
     var uncached = bars("uncached", "input", COLORS.uncached);
     uncached.markLine = {
-      symbol: ["none", "none"], silent: false, animation: false,
-      label: { position: "insideEndTop", fontSize: 10, color: "#333" }, data: marks
+      symbol: ["none", "none"], silent: false, animation: false, label: { show: false }, data: marks
     };
     series.push(read, bars("written", "written", COLORS.written), uncached);
     var events = s.events.filter(function (e) { return laneHas(lane, e.stream); });
@@ -135,8 +145,18 @@
         return { value: [e.at * 1000, total, s.events.indexOf(e)],
                  itemStyle: { color: e.outcome === "miss" ? COLORS.miss : COLORS.expected } };
       }),
-      label: { show: events.length <= 12, position: "top", fontSize: 10, color: "#333",
+      label: { show: events.length <= 60, position: "top", fontSize: 10, color: "#333",
                formatter: function (p) { return causeText(s.events[p.value[2]]); } }
+    });
+    series.push({
+      name: "marks", type: "scatter", xAxisIndex: k, yAxisIndex: k, symbolSize: 0, z: 6,
+      labelLayout: { hideOverlap: true },
+      data: labels.map(function (m) {
+        return { value: [m.at * 1000, m.y], name: m.tip,
+                 label: { color: m.color, formatter: literal(m.text) } };
+      }),
+      label: { show: true, position: "bottom", distance: 2, fontSize: 10,
+               backgroundColor: "rgba(255,255,255,0.75)" }
     });
     return series;
   }
@@ -150,12 +170,13 @@
           "<br>" + utc(start) + " - " + utc(end) + " UTC · " + duration(end - start);
       }
       if (p.componentType === "markLine") return escIso(p.name) + "<br>" + utc(p.data.xAxis / 1000, true) + " UTC";
+      if (p.seriesName === "marks") return escIso(p.name) + "<br>" + utc(p.value[0] / 1000, true) + " UTC";
       if (p.seriesName === "events") {
         var e = s.events[p.value[2]];
         return "<b>" + esc(e.outcome === "miss" ? "miss" : "expected rebuild") + "</b> · " + escIso(e.stream) +
           " #" + e.index + "<br>" + utc(e.at, true) + " UTC, after " + duration(e.gap_s) +
           "<br>cause: " + escIso(causeText(e)) + "<br>re-processed " + tokens(e.reprocessed_tokens) +
-          " tokens · " + usd(e.miss_cost_usd) + " beyond a hit";
+          " tokens · re-cache cost " + usd(e.miss_cost_usd);
       }
       var lane = s.lanes[p.seriesIndex === undefined ? 0 : laneOfSeries[p.seriesIndex]];
       var c = lane.columns, i = p.data[2];
@@ -214,7 +235,8 @@
     }
     node.hidden = false;
     note.textContent = "Drag or scroll to zoom; hover a bar, a pin, a band or a line for details. Times in UTC.";
-    var top = 40, mainH = 200, laneH = lanes.length > 8 ? 50 : 70, gap = 34;
+    // The gap holds a lane's time labels and, clear of them, the next lane's title.
+    var top = 40, mainH = 200, laneH = lanes.length > 8 ? 50 : 70, gap = 58;
     var grids = [], xAxes = [], yAxes = [], series = [];
     var t0 = s.first_at * 1000, t1 = s.last_at * 1000;
     var multiDay = utc(s.first_at, true).slice(0, 10) !== utc(s.last_at, true).slice(0, 10);
@@ -233,8 +255,10 @@
                    axisLabel: { hideOverlap: true, fontSize: 10, formatter: timeLabel },
                    splitLine: { show: false } });
       yAxes.push({ type: "value", gridIndex: k, name: lane.label, nameLocation: "end",
-                   nameTextStyle: { align: "left", fontWeight: "bold", padding: [0, 0, 0, -60] },
-                   splitNumber: k ? 2 : 4, axisLabel: { formatter: compact, fontSize: 10 } });
+                   nameGap: 10, nameTextStyle: { align: "left", fontWeight: "bold", padding: [0, 0, 0, -60] },
+                   splitNumber: k ? 2 : 4,
+                   // No "0": it would sit on the first time label, in the corner.
+                   axisLabel: { formatter: compact, fontSize: 10, showMinLabel: false } });
       laneSeries(lane, k, s).forEach(function (ser) { laneOfSeries.push(k); series.push(ser); });
     });
     var laneRefs = lanes;
