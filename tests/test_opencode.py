@@ -97,7 +97,7 @@ def test_changes_outcomes_and_causes_match_the_fake() -> None:
         # AGENTS.md went into the system prompt: the database holds no trace of it.
         ("miss", ["system"], "miss", ["unknown"]),
         ("hit", [], "hit", []),  # the tool call...
-        ("hit", [], "hit", []),  # ...and the answer after its result: one message
+        ("hit", [], "hit", []),  # ...and the answer after its result
         ("hit", [], "hit", []),  # the MCP server's tools: under 2,000 tokens reprocessed
         # The system prompt names the model, so it changed too; the model is the evidence.
         ("miss", ["model", "system"], "miss", ["model_changed"]),

@@ -1,11 +1,12 @@
 """opencode sessions (its SQLite database, ``ingest.opencode_db``) -> the same normalised
 records as Claude Code transcripts (docs/agents.md, "opencode", says what each row holds).
 
-One model call is one ``step-finish`` part: an assistant message holds one step per call
-(a tool call and its answer make two), each with its own ``tokens`` {input (uncached),
-output (reasoning not included), reasoning, cache {read, write}}; the message's own
-``tokens`` are only its last step's. A message without step parts (an older release) is
-one call with the message's tokens. The call's time is its ``step-start`` part (when the
+One model call is one ``step-finish`` part, with its own ``tokens`` {input (uncached),
+output (reasoning not included), reasoning, cache {read, write}}. opencode 1.18 writes an
+assistant message per call (a tool call's message ends ``tool-calls``, the answer after
+its result is the next one); a message that holds several steps is read step by step,
+since its own ``tokens`` are only its last step's. A message without step parts is one
+call with the message's tokens. The call's time is its ``step-start`` part (when the
 answer began), else the message's creation.
 
 What the database cannot say: opencode's title call (a small model on the first turn) is
