@@ -270,17 +270,17 @@ class _Chat:
                 self.rewrite(update["messages"], _time_or_none(stamp), line)
             return
         kind = obj.get("type")
-        if kind is None and isinstance(obj.get("sessionId"), str):
+        msg_id = obj.get("id")
+        if not isinstance(msg_id, str) and isinstance(obj.get("sessionId"), str):
             log.session_id = log.session_id or obj["sessionId"]
             self.new_process = True
+            if isinstance(obj.get("messages"), list):  # a header may carry the history
+                self.rewrite(obj["messages"], None, line)
             return
-        if kind not in ("user", "gemini"):
-            if kind in ("info", "error", "warning"):
-                return  # messages the CLI shows, never sent
-            raise BadLine("not a Gemini CLI chat record")
-        msg_id = obj.get("id")
         if not isinstance(msg_id, str):
-            raise BadLine("message without an id")
+            raise BadLine("not a Gemini CLI chat record")
+        if kind not in ("user", "gemini"):
+            return  # info, error, warning...: shown by the CLI, never sent
         if kind == "gemini" and isinstance(obj.get("tokens"), dict) and msg_id not in self.called:
             self.add_call(obj, line)  # a later copy's tokens are the same call's
         if msg_id in self.seen:

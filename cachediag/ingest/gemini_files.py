@@ -96,8 +96,7 @@ def _lines_of(path: Path) -> list[bytes]:
         return data.splitlines()  # reported line by line
     if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
         return data.splitlines()
-    head = {k: v for k, v in doc.items() if k != "messages"}
-    return [json.dumps(head).encode(), json.dumps({"$set": {"messages": doc["messages"]}}).encode()]
+    return [json.dumps(doc).encode()]  # a header with its history
 
 
 def read_session_files(paths: list[Path]) -> SessionLog:
