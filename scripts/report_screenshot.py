@@ -1,8 +1,10 @@
-"""Screenshot of an HTML report, for the README: docs/report.png.
+"""Screenshot of an HTML report, for the README and docs/report.md: docs/report.png.
 
-    cachediag report fixtures/real/spotter/4d5611e5-241a-462a-8d15-5122611a9569.jsonl \\
-        --output /tmp/cachediag-report.html
+    cachediag report fixtures/real/spotter --output /tmp/cachediag-report.html
     python scripts/report_screenshot.py /tmp/cachediag-report.html docs/report.png
+
+(the bundled spotter project: three sessions, so the session list shows; the page
+opens on the costliest session, the README's corpus session.)
 
 Opens the file in Debian's Chromium (``apt-get install chromium``) through Playwright
 (``pip install -e '.[report-test]'``), with the same flags as the browser tests.
