@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from cachediag.analysis.gemini_cache import analyze_gemini_session, minimum_tokens
 from cachediag.ingest.gemini import GeminiRequest, read_chat_lines
 from cachediag.ingest.gemini_files import (
@@ -273,3 +275,23 @@ def test_the_agents_table_finds_the_home_and_reads_whole_sessions() -> None:
         "gemini", {"HOME": "/nonexistent", "GEMINI_CLI_HOME": str(HOME)}
     )
     assert {len(_requests(log)) for log in logs} == {8}  # each file: its whole session
+
+
+@pytest.mark.parametrize(("resume", "cause"), [(False, "likely_server_side"), (True, "unknown")])
+def test_nothing_visible_changed_is_server_side_only_inside_one_process(
+    resume: bool, cause: str
+) -> None:
+    flash = {"model": "gemini-2.5-flash"}
+    objs: list[dict[str, object]] = [
+        HEAD, _msg("u1", "user", 1), _msg("g1", "gemini", 2, **flash, tokens=_tokens(30000, 0)),
+        _msg("u2", "user", 3), _msg("g2", "gemini", 4, **flash, tokens=_tokens(30100, 0)),
+    ]  # fmt: skip
+    if resume:
+        objs.insert(3, {"$set": {"sessionId": "s-1"}})
+    entries = analyze_gemini_session(
+        read_chat_lines([("c.jsonl", [json.dumps(o).encode() for o in objs])]), now=2e9
+    ).main.entries
+    assert [e.outcome.value for e in entries] == ["cold", "miss"]
+    diagnosis = entries[1].diagnosis
+    assert diagnosis is not None and [c.value for c in diagnosis.causes] == [cause]
+    assert diagnosis.source == "inferred"
