@@ -32,6 +32,7 @@ COMMANDS = {
     "schema": "cachediag.cli.schema:schema",
     "session": "cachediag.cli.usage:session",
     "statusline": "cachediag.cli.statusline:statusline",
+    "tune": "cachediag.cli.tune:tune",
     "warm": "cachediag.cli.warm:warm",
     "watch": "cachediag.cli.watch:watch",
     "weekly": "cachediag.cli.usage:weekly",
