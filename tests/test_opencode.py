@@ -246,4 +246,20 @@ def test_bad_rows_counted_and_unpriced_model_flagged(tmp_path: Path) -> None:
     ]
     models = [r.model for r in requests]
     assert models.count("fake-nobody-1") == 3
-    assert lookup_prices("fake-nobody-1", 0.0) is None  # unpriced: flagged, never guessed
+    assert lookup_prices("fake-nobody-1", 0.0) is None
+    # Counted unpriced in the session's cost, never priced at $0 or guessed.
+    from cachediag.pricing import price_function, pricing_source
+    from cachediag.report.serialize import session_dict
+
+    cost = session_dict(
+        _analyze(log), requests=True, price_of=price_function(None),
+        pricing_source=pricing_source(None),
+    )["cost"]  # fmt: skip
+    assert cost["unpriced_requests"] == 3
+    priced = [r for r in requests if r.model != "fake-nobody-1"]
+    want = 0.0
+    for r in priced:
+        prices = lookup_prices(r.model or "", r.at)
+        assert prices is not None
+        want += request_cost_usd(r, prices)
+    assert cost["cost_usd"] == pytest.approx(want, rel=1e-6)
