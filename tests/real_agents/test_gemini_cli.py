@@ -132,9 +132,22 @@ def test_analyze_agent_gemini_reads_the_home(session: GeminiSession) -> None:
         capture_output=True, text=True, timeout=120, env=env,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
+    # One session, however many files the CLI wrote for it.
     [row] = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+    assert row["format"] == "gemini-cli"
     truth = [t for t in session.truth() if t["kind"] == "stream"]
-    assert len(row["requests"]) == len(truth)
+    got = [
+        (r["input_tokens"] + r["cache_read_tokens"], r["cache_read_tokens"])
+        for r in row["requests"]
+    ]
+    assert got == [(t["prompt_tokens"], t["cached_tokens"]) for t in truth]
+    # Gemini's ledger (default retention), as the library runs it.
+    [log] = read_gemini_home(session.home)
+    want = [
+        (e.outcome.value, [c.value for c in e.diagnosis.causes] if e.diagnosis else [])
+        for e in analyze_gemini_session(log).main.entries
+    ]
+    assert [(r["outcome"], r["causes"]) for r in row["requests"]] == want
 
 
 def test_a_pause_past_five_minutes_is_named_by_the_default_retention(
