@@ -43,6 +43,8 @@ VARIANTS = {
     "session_window": ["session", "--since", "20260211", "--until", "20260211"],
     "blocks_window": ["blocks", "--since", "20260212", "--session-length", "2"],
     "daily_project": ["daily", "--project", "claude-code-viewer"],
+    "daily_tokyo": ["daily", "--timezone", "Asia/Tokyo"],
+    "session_breakdown": ["session", "--breakdown", "--id", "ae4a77f8-aedd-4bc1-888f-c94edc91af04"],
 }
 """Options beyond the plain reports, recorded on the corpus: ``ccusage20_<name>_corpus``."""
 ACTIVE = [(7200, 10, 100, 5000, 0), (3600, 5, 200, 1000, 5000), (600, 3, 300, 500, 6000)]
@@ -127,7 +129,8 @@ def record_reports(ccusage: str, name: str, folders: list[Path]) -> list[Path]:
         if name == "corpus":
             runs.update(VARIANTS)
         for report, args in runs.items():
-            command = ["claude", *args, *REPORT_OPTIONS]
+            options = REPORT_OPTIONS if "--timezone" not in args else REPORT_OPTIONS[:-2]
+            command = ["claude", *args, *options]
             version, data = run_ccusage(ccusage, [Path(tmp)], command)
             target = ROOT / "tests/data" / f"ccusage20_{report}_{name}.json"
             base = ROOT.parent if name == "corpus" else ROOT

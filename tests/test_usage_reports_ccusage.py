@@ -177,6 +177,7 @@ VARIANTS = {
     "session_window": ["session", "--since", "2026-02-11", "--until", "20260211"],
     "blocks_window": ["blocks", "-s", "20260212", "-n", "2"],
     "daily_project": ["daily", "--project", "claude-code-viewer"],
+    "session_breakdown": ["session", "-b", "-i", "ae4a77f8-aedd-4bc1-888f-c94edc91af04"],
 }
 
 
@@ -192,6 +193,12 @@ def test_options_equal_ccusage(name: str, corpus: Path) -> None:
             mine["projects"]["claude-code-viewer"],
             theirs["projects"]["claude-code-viewer"],
         )
+    if name == "session_breakdown":
+        # ccusage writes each entry's costUSD from the log (none there: 0); ours is priced.
+        assert {e["costUSD"] for e in theirs["entries"]} == {0}
+        assert sum(e["costUSD"] for e in mine["entries"]) == pytest.approx(theirs["totalCost"])
+        for entry in (*mine["entries"], *theirs["entries"]):
+            entry.pop("costUSD")
     diffs: list[str] = []
     same_shape(mine, theirs, name, diffs)
     assert diffs == []
@@ -215,3 +222,30 @@ def test_active_block_equals_ccusage(label: str, extra: list[str]) -> None:
     diffs: list[str] = []
     same_shape(json.loads(result.stdout), rec["outputs"][label], label, diffs)
     assert diffs == []
+
+
+def test_days_in_another_zone_equal_ccusage(corpus: Path) -> None:
+    """-z Asia/Tokyo moves the corpus's evening requests to the next day, as in ccusage
+    (2026-02-10's echoes fall on Tokyo's 2026-02-11: that day is compared by tokens
+    less the echoes, the others field for field)."""
+    args = ["daily", *map(str, TREES["corpus"]), "-z", "Asia/Tokyo", "--json"]
+    mine = json.loads(CliRunner().invoke(main, args, catch_exceptions=False).stdout)
+    theirs = recorded("daily_tokyo", "corpus")
+    assert [d["date"] for d in mine["daily"]] == [d["date"] for d in theirs["daily"]]
+    assert "2026-02-13" in [d["date"] for d in mine["daily"]]
+    extra = [sum(v[i] for v in progress_echoes(TREES["corpus"]).values()) for i in range(4)]
+    for m, t in zip(mine["daily"], theirs["daily"], strict=True):
+        if m["inputTokens"] == t["inputTokens"]:
+            diffs: list[str] = []
+            same_shape(m, t, t["date"], diffs)
+            assert diffs == []
+        else:
+            assert [m[k] + e for k, e in zip(TOKEN_KEYS, extra, strict=True)] == [
+                t[k] for k in TOKEN_KEYS
+            ]
+
+
+def test_unknown_session_id_is_null_as_in_ccusage(corpus: Path) -> None:
+    args = ["session", *map(str, TREES["corpus"]), "-j", "--id", "no-such-session"]
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert result.exit_code == 0 and result.stdout.strip() == "null"

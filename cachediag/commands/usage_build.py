@@ -86,6 +86,8 @@ def _split(rows: Sequence[RequestRow]) -> dict[str, list[RequestRow]]:
 
 def _sessions(rows: list[RequestRow], options: UsageOptions) -> str | list[RenderableType]:
     window = options.window()
+    if options.session_id is not None and options.json:
+        return cj.dumps_any(cj.session_detail(rows))
     buckets = group_rows(rows, session_key)
     # ccusage keeps a session by the day of its last activity, and lists the costliest
     # first whatever --order says.

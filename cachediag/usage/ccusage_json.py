@@ -21,6 +21,7 @@ from cachediag.usage.blocks import (
     projection,
 )
 from cachediag.usage.periods import Bucket, CacheTally, Tokens, models_used
+from cachediag.usage.rows import RequestRow
 
 Json = dict[str, Any]
 PERIOD_KEYS = {"daily": "date", "weekly": "week", "monthly": "month"}
@@ -213,7 +214,47 @@ def js_numbers(value: Any) -> Any:
     return value
 
 
+def dumps_any(report: Json | None) -> str:
+    return "null" if report is None else dumps(report)
+
+
 def dumps(report: Json) -> str:
     """ccusage's layout: two-space indent, keys sorted; text from logs as \\u escapes
     beyond ASCII, so no control or reordering character reaches a terminal."""
     return json.dumps(js_numbers(report), indent=2, sort_keys=True)
+
+
+def session_detail(rows: Sequence[RequestRow]) -> Json | None:
+    """``session --id ID --json``: the session's requests one by one (``None``, printed
+    ``null`` as ccusage does, when no session has that id). ccusage writes each entry's
+    ``costUSD`` as the log's own (0 for Claude Code's transcripts, which carry none);
+    ours is the request's cost at the project's prices."""
+    if not rows:
+        return None
+    ordered = sorted(rows, key=lambda r: r.at)
+    bucket = Bucket(ordered[0].transcript_session)
+    for r in ordered:
+        bucket.add(r)
+    return {
+        "sessionId": bucket.key,
+        "totalCost": bucket.tokens.cost_usd,
+        "totalTokens": bucket.tokens.total,
+        "entries": [
+            {
+                "timestamp": iso_ms(ms(r.at)),
+                "inputTokens": r.input_tokens,
+                "outputTokens": r.output_tokens,
+                "cacheCreationTokens": r.cache_creation_tokens,
+                "cacheReadTokens": r.cache_read_tokens,
+                "model": r.model,
+                "costUSD": r.cost_usd,
+                "promptCache": {
+                    "outcome": r.outcome,
+                    "recacheCostUSD": r.recache_usd,
+                    "cause": r.cause,
+                },
+            }
+            for r in ordered
+        ],
+        "promptCache": prompt_cache(bucket.cache),
+    }
