@@ -21,13 +21,13 @@ NOW = "1790000000"  # 2026-09-21: the fixtures and the corpus lie before it
 WINDOW = ["--since", "2026-01-01", "--now", NOW, "--jobs", "1", "--no-progress"]
 
 
-def write_history(path: Path, gaps_min: list[float], ttl: str = "5m") -> Path:
+def write_history(path: Path, gaps_min: list[int], ttl: str = "5m") -> Path:
     """One session whose prompt grows by 1,000 tokens a request, ``gaps_min`` apart; a
     pause past the TTL in force expires the cache (the request writes it all again)."""
     at = datetime(2026, 1, 5, 10, 0, tzinfo=UTC).timestamp()
     lines: list[dict[str, Any]] = []
     cached = 0
-    for i, gap in enumerate([0.0, *gaps_min]):
+    for i, gap in enumerate([0, *gaps_min]):
         at += gap * 60
         prompt = 20_000 + 1_000 * i
         expired = i > 0 and gap * 60 >= (300 if ttl == "5m" else 3600)
@@ -96,7 +96,8 @@ def tune_json(*args: str) -> dict[str, Any]:
 
 def kind(report: dict[str, Any], name: str) -> dict[str, Any]:
     (found,) = [k for k in report["kinds"] if k["kind"] == name]
-    return found
+    result: dict[str, Any] = found
+    return result
 
 
 # The evidence rule, pinned.
