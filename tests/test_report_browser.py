@@ -273,7 +273,8 @@ def test_capture_side_calls_share_a_lane_and_tool_names_show(
         assert len(side_calls) > 1
         assert lanes[0] == "main"
         assert f"side calls ({len(side_calls)} streams)" in lanes
-        cause = page.locator('#miss-table tr[data-stream="main"] td.cause').first.inner_text()
+        cell = page.locator('#miss-table tr[data-stream="main"] td.cause').first
+        cause = cell.inner_text().splitlines()[0]
         # As explain names them, with where the cause came from (the request bodies).
         assert cause == "tools_changed (+WebFetch; -LS) [capture]"
         assert opened.errors() == []

@@ -216,6 +216,9 @@ def test_session_list_sorts_filters_and_opens(several: Any) -> None:
     page.wait_for_function(f"location.hash === '#session={target['n']}'")
     assert page.locator("#session-meta").inner_text().startswith("tool_heavy")
     assert page.locator("#session-list tr.current").get_attribute("data-session") == "tool_heavy"
+    # Its timeline is brought into view.
+    top = page.evaluate("document.getElementById('timeline').getBoundingClientRect().top")
+    assert 0 <= top < 400, top
     cause = page.locator("#miss-table tbody tr td.cause").first.inner_text()
     assert cause.startswith("messages_rewritten")
     assert opened.errors() == [] and opened.requests == [opened.url]
@@ -285,3 +288,21 @@ def test_hostile_project_names_in_the_list_are_text(
         assert opened.errors() == [] and opened.requests == [opened.url]
     finally:
         page.close()
+
+
+def test_each_miss_says_what_to_do_fitted_to_its_stream(several: Any) -> None:
+    """A 5-minute expiry in the main conversation names promptCacheTtl; the advice in
+    the table is the advice table's, once per distinct text."""
+    from cachediag.analysis.advice import AdviceContext, advice_for
+
+    opened, data = several
+    page = opened.page
+    n = next(r["n"] for r in data["session_list"] if r["session_id"].startswith("4d5611e5"))
+    page.evaluate(f"location.hash = 'session={n}'")
+    page.wait_for_function(f"location.hash === '#session={n}'")
+    lines = page.locator("#miss-table td.cause .advice-line")
+    texts = [lines.nth(i).inner_text() for i in range(lines.count())]
+    ttl = advice_for("ttl_expired_5m", AdviceContext(ttl_in_force="5m", stream_kind="main"))
+    rewritten = advice_for("messages_rewritten", AdviceContext(stream_kind="main"))
+    assert texts == [f"What to do: {ttl.action}", f"What to do: {rewritten.action}"], texts
+    assert "promptCacheTtl" in texts[0]

@@ -159,6 +159,7 @@ def session_page(
             }
         )
     events.sort(key=lambda e: (e["at"], e["stream"] != "main", e["index"]))
+    advice = _fit_advice(events)
     return {
         "session_id": obj["session_id"],
         "project": obj["project"],
@@ -180,8 +181,26 @@ def session_page(
         "models": models,
         "lanes": lanes,
         "events": events,
+        "advice": advice,
         "switches": switches,
     }
+
+
+def _fit_advice(events: list[dict[str, Any]]) -> list[str]:
+    """What to do about each miss, fitted to what its log showed (the TTL in force, the
+    kind of stream: a subagent's TTL is another setting): each distinct text once, each
+    miss's ``advice`` its index there (a history's misses share a handful of texts)."""
+    from cachediag.analysis.advice import AdviceContext, advice_for
+
+    texts: dict[str, int] = {}
+    for e in events:
+        if e["outcome"] != "miss":
+            continue
+        causes = e.get("causes") or ["unknown"]
+        ctx = AdviceContext(ttl_in_force=e.get("ttl_in_force"), stream_kind=e.get("stream_kind"))
+        action = advice_for(causes[0], ctx).action
+        e["advice"] = texts.setdefault(action, len(texts))
+    return list(texts)
 
 
 @dataclass(slots=True, frozen=True)

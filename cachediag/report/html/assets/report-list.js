@@ -70,8 +70,11 @@
         }
         tr.appendChild(td);
       });
+      // Opening a session from the list brings its timeline into view (a link to a
+      // miss scrolls to the miss's row instead).
       tr.addEventListener("click", function (ev) {
         if (ev.target.tagName !== "A") location.hash = "session=" + r.n;
+        document.getElementById("session").scrollIntoView({ block: "start" });
       });
       if (r.n === currentSession) tr.classList.add("current");
       body.appendChild(tr);

@@ -60,6 +60,7 @@
     table.hidden = empty;
     document.getElementById("miss-table-empty").hidden = !empty;
     var focused = null;
+    var shownAdvice = {};
     var rows = s.events.map(function (e) {
       var named = e.outcome === "expected" || (e.causes && e.causes.length && e.causes[0] !== "unknown");
       var tr = el("tr", {
@@ -73,7 +74,7 @@
         el("td", { class: "num", text: duration(e.gap_s) }),
         el("td", { class: "num", text: tokens(e.reprocessed_tokens) }),
         el("td", { class: "num", text: usd(e.miss_cost_usd) }),
-        el("td", { class: "cause", text: causeText(e) }),
+        causeCell(s, e, shownAdvice),
         el("td", { text: e.read_tokens == null ? "" : tokens(e.read_tokens) + "/" + tokens(e.prev_cached_tokens) +
           (e.model_before && e.model_before !== e.model ? "; model " + e.model_before + " -> " + e.model : "") })
       ]);
@@ -89,6 +90,17 @@
   // how long the cache stayed cold) is a label of one scatter series with hideOverlap:
   // ECharts then drops a label that would cover another (lower ones first), in every lane
   // at once; markLine and markArea labels would take no part in that, so they show none.
+  // The cause, and under it what to do about it (fitted to the miss: the TTL in force,
+  // the kind of stream), once per distinct advice in the table.
+  function causeCell(s, e, shown) {
+    var td = el("td", { class: "cause" }, [el("span", { text: causeText(e) })]);
+    if (e.advice != null && s.advice && !shown[e.advice]) {
+      shown[e.advice] = true;
+      td.appendChild(el("div", { class: "advice-line", text: "What to do: " + s.advice[e.advice] }));
+    }
+    return td;
+  }
+
   function laneSeries(lane, k, s) {
     var c = lane.columns;
     var series = [];
@@ -176,7 +188,8 @@
         return "<b>" + esc(e.outcome === "miss" ? "miss" : "expected rebuild") + "</b> · " + escIso(e.stream) +
           " #" + e.index + "<br>" + utc(e.at, true) + " UTC, after " + duration(e.gap_s) +
           "<br>cause: " + escIso(causeText(e)) + "<br>re-processed " + tokens(e.reprocessed_tokens) +
-          " tokens · re-cache cost " + usd(e.miss_cost_usd);
+          " tokens · re-cache cost " + usd(e.miss_cost_usd) +
+          (e.advice != null && s.advice ? "<br>What to do: " + esc(s.advice[e.advice]) : "");
       }
       var lane = s.lanes[p.seriesIndex === undefined ? 0 : laneOfSeries[p.seriesIndex]];
       var c = lane.columns, i = p.data[2];
@@ -262,7 +275,7 @@
       laneSeries(lane, k, s).forEach(function (ser) { laneOfSeries.push(k); series.push(ser); });
     });
     var laneRefs = lanes;
-    var sView = { lanes: laneRefs, events: s.events, models: s.models };
+    var sView = { lanes: laneRefs, events: s.events, models: s.models, advice: s.advice };
     node.style.height = (top + 40) + "px";
     timeline = newChart(node);
     var all = lanes.map(function (_, k) { return k; });
@@ -270,7 +283,9 @@
       animation: false,
       useUTC: true,
       grid: grids, xAxis: xAxes, yAxis: yAxes, series: series,
-      tooltip: { trigger: "item", confine: true, formatter: tooltipFor(sView) },
+      // Wrapped: a miss's advice is a sentence or two.
+      tooltip: { trigger: "item", confine: true, formatter: tooltipFor(sView),
+                 extraCssText: "white-space: normal; max-width: 440px;" },
       toolbox: { right: 10, top: 0, feature: { dataZoom: { xAxisIndex: all, yAxisIndex: false }, restore: {} } },
       dataZoom: [
         { type: "inside", xAxisIndex: all, filterMode: "none" },
