@@ -357,3 +357,14 @@ def test_days_follow_the_timezone(zone: str, label: str) -> None:
     )
     assert result.exit_code == 0, result.output
     assert data["overview"]["by_day"] == json.loads(result.stdout)["groups"]
+
+
+def test_one_vocabulary_in_the_page() -> None:
+    """The extra cost of misses and rebuilds beyond a hit is the "re-cache cost"
+    everywhere in the page's own text; no older name for it is left."""
+    from cachediag.report.html.page import SCRIPT_FILES, _asset
+
+    text = "".join(_asset(name) for name in (*SCRIPT_FILES, "template.html"))
+    for old in ("redone", "re-caching", 'beyond a hit"', "misses and rebuilds $"):
+        assert old not in text, old
+    assert text.count("re-cache cost") >= 10
