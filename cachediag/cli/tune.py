@@ -88,7 +88,10 @@ def tune(
     which TTL is in force and from where, and what would change: promptCacheTtl (main
     conversation) and subagentPromptCacheTtl (subagents), "5m" or "1h", Claude Code
     2.1.243+; for a named agent type, the frontmatter line for its file
-    (experimental.cacheTtl, 2.1.248+), printed only.
+    (experimental.cacheTtl, 2.1.248+), printed only. Agent types come from
+    agent-<id>.meta.json or the Task call that started the subagent. Only that
+    settings file is read: a project's .claude/settings.json or managed settings
+    can still override it.
 
     Without --apply nothing is written. --apply writes the keys the evidence supports
     (a time-named backup beside the file; mode, owner and a symlink kept); a value you
@@ -153,7 +156,10 @@ def _print_table(result: object, inputs: AuditInputs, force: bool) -> None:
     from cachediag.commands.tune_view import tune_text
 
     assert isinstance(result, Tune)
+    run = result.run
     if not result.rows:
+        if run.errors or run.unreadable:
+            return  # what could not be read says why (exit 1)
         click.echo(
             "No requests in that window: nothing to tune (try --since with an earlier date).",
             err=True,

@@ -77,8 +77,9 @@ def tune_text(tune: Tune, zone: tzinfo, *, force: bool = False) -> str:
     ]
     for row in tune.rows:
         v = row.verdict
+        own = "" if row.setting else " (no setting of its own)"
         lines.append(
-            f"{_label(row.evidence.kind, 64).strip()}: {v.ttl or 'no change'} "
+            f"{_label(row.evidence.kind, 64).strip()}: {v.ttl or 'no change'}{own} "
             f"({v.confidence} confidence): {v.reason}"
         )
     lines += ["", f"Settings: {sanitize(str(tune.settings_path))}"]
