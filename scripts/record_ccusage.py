@@ -191,6 +191,44 @@ def record_active(ccusage: str) -> Path:
     return target
 
 
+def record_modes(ccusage: str) -> Path:
+    """``daily --mode auto|calculate|display`` on a transcript of older Claude Code, whose
+    lines carry their own ``costUSD`` (one does, one does not)."""
+    folder = ROOT / "tests/data/ccusage20_modes/projects/old"
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for i, (at, cost) in enumerate(
+        [("2025-05-01T10:00:00.000Z", 0.5), ("2025-05-01T10:05:00.000Z", None)]
+    ):
+        usage = {"input_tokens": 1000, "output_tokens": 100}
+        usage |= {"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+        message = {"id": f"m{i}", "role": "assistant", "model": "claude-sonnet-4-20250514"}
+        line: dict[str, Any] = {
+            "type": "assistant",
+            "sessionId": "old1",
+            "cwd": "/x",
+            "timestamp": at,
+            "requestId": f"r{i}",
+            "uuid": f"u{i}",
+            "message": {**message, "content": [{"type": "text", "text": "ok"}], "usage": usage},
+        }
+        if cost is not None:
+            line["costUSD"] = cost
+        lines.append(json.dumps(line, separators=(",", ":")))
+    (folder / "old1.jsonl").write_text("\n".join(lines) + "\n")
+    outputs = {}
+    for mode in ("auto", "calculate", "display"):
+        command = ["claude", "daily", "--json", "--offline", "--mode", mode, "--timezone", "UTC"]
+        version, outputs[mode] = run_ccusage(ccusage, [folder.parent.parent], command)
+    target = ROOT / "tests/data/ccusage20_modes.json"
+    target.write_text(
+        json.dumps({"ccusage_version": version, "outputs": outputs}, indent=2, sort_keys=True)
+        + "\n"
+    )
+    print(f"modes: -> {target.relative_to(ROOT)}")
+    return target
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ccusage", default=shutil.which("ccusage") or "ccusage")
@@ -199,6 +237,7 @@ def main() -> None:
         record(args.ccusage, name, folders)
         record_reports(args.ccusage, name, folders)
     record_active(args.ccusage)
+    record_modes(args.ccusage)
     record_dedup(args.ccusage, "dedup", ROOT / "fixtures/real")
     record_dedup(args.ccusage, "dedup_corpus", ROOT.parent / "shared/corpus/claude-code")
 

@@ -249,3 +249,19 @@ def test_unknown_session_id_is_null_as_in_ccusage(corpus: Path) -> None:
     args = ["session", *map(str, TREES["corpus"]), "-j", "--id", "no-such-session"]
     result = CliRunner().invoke(main, args, catch_exceptions=False)
     assert result.exit_code == 0 and result.stdout.strip() == "null"
+
+
+@pytest.mark.parametrize("mode", ["auto", "calculate", "display"])
+def test_cost_modes_equal_ccusage(mode: str) -> None:
+    """Older transcripts carry their own costUSD: -m auto takes it where a line has
+    one, calculate never, display only (as ccusage's --mode)."""
+    data = json.loads((DATA / "ccusage20_modes.json").read_text())
+    theirs = data["outputs"][mode]
+    args = ["daily", str(DATA / "ccusage20_modes"), "-z", "UTC", "-j", "-m", mode]
+    mine = json.loads(CliRunner().invoke(main, args, catch_exceptions=False).stdout)
+    diffs: list[str] = []
+    same_shape(mine, theirs, mode, diffs)
+    assert diffs == []
+    assert (
+        len({json.dumps(data["outputs"][m]["totals"]["totalCost"]) for m in data["outputs"]}) == 3
+    )

@@ -37,6 +37,15 @@ def _shared(func: F) -> F:
             show_default=True,
             help="Oldest first (asc) or newest first (desc).",
         ),
+        click.option(
+            "-m",
+            "--mode",
+            type=click.Choice(["auto", "calculate", "display"]),
+            default="auto",
+            show_default=True,
+            help="Cost: a transcript line's own costUSD when it has one, else cachediag's "
+            "prices (auto); always the prices (calculate); the line's only (display).",
+        ),
         click.option("-b", "--breakdown", is_flag=True, help="A line per model under each row."),
         click.option(
             "-O",
@@ -99,8 +108,8 @@ def _with_width(options: UsageOptions, width: int) -> UsageOptions:
 
 
 EXAMPLES = """
+\b
 Examples:
-
   cachediag {name}                      # the Claude Code history
   cachediag {name} -s 20260201 -z UTC -b
   cachediag {name} --json | jq '.totals.totalCost'

@@ -48,6 +48,7 @@ class UsageOptions:
     recent: bool = False
     token_limit: str | None = None
     session_hours: float = 5.0
+    mode: str = "auto"
     pricing_file: Path | None = None
     jobs: int | None = None
     width: int = 80
@@ -91,8 +92,11 @@ def rows_for(paths: Iterable[Path], options: UsageOptions) -> list[RequestRow]:
 
 
 def select_rows(rows: Iterable[RequestRow], options: UsageOptions) -> list[RequestRow]:
-    """``--project`` and ``--id`` applied; the window is the report's (by its dates)."""
-    kept = list(rows)
+    """``--project``, ``--id`` and ``--mode`` applied; the window is the report's (by its
+    dates)."""
+    from cachediag.usage.rows import priced
+
+    kept = [priced(r, options.mode) for r in rows]
     if options.project is not None:
         kept = [r for r in kept if options.project in (r.project, r.cwd)]
     if options.session_id is not None:

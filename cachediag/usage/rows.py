@@ -10,13 +10,13 @@ they carry only numbers and short strings, never prompt text.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePath
 
 from cachediag.analysis.costs import PriceFn, entry_cost
 from cachediag.analysis.ledger import LedgerEntry, Outcome
 from cachediag.analysis.session_analysis import SessionAnalysis
-from cachediag.usage.stamps import last_times
+from cachediag.usage.stamps import Kept, last_times
 
 HIT = "hit"
 MISS = "miss"
@@ -59,6 +59,8 @@ class RequestRow:
     A pre-2.0 ``agent-*.jsonl`` beside the main file is its own session there."""
     started_at: float = 0.0
     """When the response started to arrive (its first line): the cache's clock."""
+    logged_cost_usd: float | None = None
+    """The transcript line's own ``costUSD``, when it has one (older Claude Code)."""
     source: str = ""
     line: int = 0
     """The transcript file and line the response was read from: ccusage lists a day's
@@ -95,7 +97,7 @@ def row_of(
     cwd: str | None,
     price_of: PriceFn,
     transcript: str = "",
-    dated: dict[str, float] | None = None,
+    dated: dict[str, Kept] | None = None,
     source: str = "",
 ) -> RequestRow:
     """The row of one ledger entry (its request, outcome and costs); ``dated``: the
@@ -107,9 +109,8 @@ def row_of(
     if diagnosis is not None and diagnosis.named and diagnosis.causes:
         cause = diagnosis.causes[0].value
     mid = record.message_id
-    at = record.at
-    if dated is not None and mid is not None:
-        at = dated.get(mid, at)
+    kept = None if dated is None or mid is None else dated.get(mid)
+    at = record.at if kept is None else kept.at
     return RequestRow(
         at=at,
         session_id=session_id,
@@ -126,6 +127,7 @@ def row_of(
         cause=cause,
         transcript_session=transcript or session_id,
         started_at=record.at,
+        logged_cost_usd=None if kept is None else kept.logged_cost_usd,
         source=source,
         line=record.line or 0,
         message_id=record.message_id,
@@ -165,3 +167,15 @@ def is_miss(row: RequestRow) -> bool:
 
 def is_expected(row: RequestRow) -> bool:
     return row.outcome == Outcome.EXPECTED.value
+
+
+COST_MODES = ("auto", "calculate", "display")
+"""ccusage's ``--mode``: the log's ``costUSD`` when a line has one, else our prices
+(``auto``); always our prices (``calculate``); the log's only, 0 without (``display``)."""
+
+
+def priced(row: RequestRow, mode: str) -> RequestRow:
+    """``row`` with the cost ``mode`` takes (``COST_MODES``)."""
+    if mode == "calculate" or (mode == "auto" and row.logged_cost_usd is None):
+        return row
+    return replace(row, cost_usd=row.logged_cost_usd or 0.0)

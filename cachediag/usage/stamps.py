@@ -15,7 +15,7 @@ import json
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 USAGE = b'"usage"'
 
@@ -37,10 +37,20 @@ def _epoch(value: object) -> float | None:
         return None
 
 
-def last_times(paths: Iterable[str]) -> dict[str, float]:
-    """Per ``message.id``: the ``timestamp`` of the line ccusage keeps, reading ``paths``
-    in order. A file that cannot be read gives nothing (the analysis has said why)."""
-    kept: dict[str, tuple[int, float]] = {}
+class Kept(NamedTuple):
+    """The line ccusage keeps for one response."""
+
+    output_tokens: int
+    at: float
+    logged_cost_usd: float | None
+    """The line's own ``costUSD`` (Claude Code wrote one until mid-2025): what ccusage's
+    default ``--mode auto`` prefers to its own prices."""
+
+
+def last_times(paths: Iterable[str]) -> dict[str, Kept]:
+    """Per ``message.id``: the line ccusage keeps, reading ``paths`` in order. A file
+    that cannot be read gives nothing (the analysis has said why)."""
+    kept: dict[str, Kept] = {}
     for path in paths:
         try:
             data = Path(path).read_bytes()
@@ -64,9 +74,15 @@ def last_times(paths: Iterable[str]) -> dict[str, float]:
                 continue
             output = _output(message.get("usage"))
             before = kept.get(mid)
-            if before is None or output > before[0]:
-                kept[mid] = (output, at)
-    return {mid: at for mid, (_, at) in kept.items()}
+            if before is None or output > before.output_tokens:
+                kept[mid] = Kept(output, at, _cost(line.get("costUSD")))
+    return kept
+
+
+def _cost(value: object) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < 1e9:
+        return float(value)
+    return None
 
 
 def _output(usage: object) -> int:
