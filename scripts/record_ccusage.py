@@ -229,6 +229,53 @@ def record_modes(ccusage: str) -> Path:
     return target
 
 
+EDGES = [
+    # (message id, request id, model, input tokens, sidechain, API error)
+    ("m1", "r1", "claude-sonnet-4-20250514", 100, False, False),
+    ("m_syn", "r_syn", "<synthetic>", 0, False, True),
+    ("m1", "r1_replay", "claude-sonnet-4-20250514", 100, True, False),
+    (None, "r4", "claude-sonnet-4-20250514", 100, False, False),
+    ("m5", None, "claude-sonnet-4-20250514", 100, False, False),
+    ("m5", None, "claude-sonnet-4-20250514", 100, False, False),
+    ("m7", "r7", "claude-sonnet-4-20250514", 0, False, False),
+]
+"""Lines ccusage and cachediag count differently (docs/usage.md, "Other notes")."""
+
+
+def record_edges(ccusage: str) -> Path:
+    """``blocks`` and ``session`` on a transcript of the lines in ``EDGES``."""
+    folder = ROOT / "tests/data/ccusage20_edges/projects/edge"
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for i, (mid, rid, model, inp, side, error) in enumerate(EDGES):
+        usage = {"input_tokens": inp, "output_tokens": inp // 10}
+        usage |= {"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+        message: dict[str, Any] = {"role": "assistant", "model": model, "usage": usage}
+        message["content"] = [{"type": "text", "text": "ok"}]
+        line: dict[str, Any] = {"type": "assistant", "sessionId": "e1", "cwd": "/e"}
+        line |= {"timestamp": f"2026-03-01T10:0{i}:00.000Z", "uuid": f"u{i}", "isSidechain": side}
+        if mid is not None:
+            message["id"] = mid
+        if rid is not None:
+            line["requestId"] = rid
+        if error:
+            line["isApiErrorMessage"] = True
+        line["message"] = message
+        lines.append(json.dumps(line, separators=(",", ":")))
+    (folder / "e1.jsonl").write_text("\n".join(lines) + "\n")
+    outputs = {}
+    for report in ("blocks", "session"):
+        command = ["claude", report, *REPORT_OPTIONS]
+        version, outputs[report] = run_ccusage(ccusage, [folder.parent.parent], command)
+    target = ROOT / "tests/data/ccusage20_edges.json"
+    target.write_text(
+        json.dumps({"ccusage_version": version, "outputs": outputs}, indent=2, sort_keys=True)
+        + "\n"
+    )
+    print(f"edges: -> {target.relative_to(ROOT)}")
+    return target
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ccusage", default=shutil.which("ccusage") or "ccusage")
@@ -238,6 +285,7 @@ def main() -> None:
         record_reports(args.ccusage, name, folders)
     record_active(args.ccusage)
     record_modes(args.ccusage)
+    record_edges(args.ccusage)
     record_dedup(args.ccusage, "dedup", ROOT / "fixtures/real")
     record_dedup(args.ccusage, "dedup_corpus", ROOT.parent / "shared/corpus/claude-code")
 

@@ -265,3 +265,43 @@ def test_cost_modes_equal_ccusage(mode: str) -> None:
     assert (
         len({json.dumps(data["outputs"][m]["totals"]["totalCost"]) for m in data["outputs"]}) == 3
     )
+
+
+def ccusage_counts(path: Path) -> tuple[int, int]:
+    """(entries, input tokens) by ccusage 20's rules, as measured on ccusage20_edges:
+    a line without ``message.id`` is not read; one without ``requestId`` is never
+    deduplicated; a sidechain replay under another request id counts again; an API
+    error's synthetic message is an entry (of no tokens)."""
+    seen: set[tuple[str, str]] = set()
+    entries = tokens = 0
+    for text in path.read_text().splitlines():
+        line = json.loads(text)
+        message = line["message"]
+        if "id" not in message:
+            continue
+        key = (message["id"], line.get("requestId"))
+        if key[1] is not None and key in seen:
+            continue
+        seen.add(key)
+        entries += 1
+        tokens += message["usage"]["input_tokens"]
+    return entries, tokens
+
+
+def test_lines_ccusage_counts_otherwise_are_pinned() -> None:
+    """Where ccusage counts a response twice or not at all, cachediag counts it once
+    (docs/usage.md): both sides are pinned on a transcript of those lines."""
+    tree = DATA / "ccusage20_edges"
+    data = json.loads((DATA / "ccusage20_edges.json").read_text())
+    (block,) = data["outputs"]["blocks"]["blocks"]
+    assert (block["entries"], block["tokenCounts"]["inputTokens"]) == ccusage_counts(
+        tree / "projects" / "edge" / "e1.jsonl"
+    )
+    mine = json.loads(
+        CliRunner().invoke(main, ["blocks", str(tree), "-j", "--now", str(LATER)]).stdout
+    )
+    (ours_block,) = mine["blocks"]
+    # m1 once (its sidechain replay is the same response), the line without a message id,
+    # m5 once (two lines of one response), m7; the API error is not a request.
+    assert (ours_block["entries"], ours_block["tokenCounts"]["inputTokens"]) == (4, 300)
+    assert ours_block["models"] == block["models"] == ["claude-sonnet-4-20250514"]
