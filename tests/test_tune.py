@@ -310,3 +310,73 @@ def test_corpus_table_shows_each_kind_with_its_figures(corpus: Path, tmp_path: P
     assert "experimental: {cacheTtl:" in out
     assert f"Would have saved ${report['saved_usd']:,.2f}" in out
     assert os.environ.get("CLAUDE_CONFIG_DIR") is None or "settings" in out
+
+
+def test_unreadable_settings_are_named_and_apply_refuses(tmp_path: Path) -> None:
+    history = write_history(tmp_path / "pauses.jsonl", PAUSES)
+    settings = tmp_path / "settings.json"
+    settings.write_bytes(b"{not json")
+    code, out, _ = run(str(history), *WINDOW, "--settings", str(settings))
+    assert code == 0 and f"{settings}: cannot read it as JSON" in " ".join(out.split())
+    assert "main                    13" in out  # the evidence is still shown
+    code, _, err = run(str(history), *WINDOW, "--settings", str(settings), "--apply")
+    assert code == 1 and "cannot read it as JSON" in err
+    assert settings.read_bytes() == b"{not json"
+
+
+def test_a_1h_history_that_needs_it_writes_nothing(tmp_path: Path) -> None:
+    history = write_history(tmp_path / "sub.jsonl", PAUSES, ttl="1h")
+    settings = tmp_path / "settings.json"
+    report = tune_json(str(history), "--settings", str(settings))
+    (plan,) = [p for p in report["settings"] if p["key"] == "promptCacheTtl"]
+    assert (plan["in_force"], plan["recommended"], plan["action"]) == ("1h", "1h", "same")
+    code, out, _ = run(str(history), *WINDOW, "--settings", str(settings), "--apply")
+    assert code == 0 and "needs no change" in out and not settings.exists()
+
+
+def _with_subagent(tmp_path: Path, agent_type: str) -> Path:
+    """A session whose subagent (2.1.x layout) has a meta.json naming its type."""
+    project = tmp_path / "project"
+    project.mkdir()
+    main_file = write_history(project / "s1.jsonl", [1, 1])
+    agents = project / "s1" / "subagents"
+    agents.mkdir(parents=True)
+    sub = write_history(agents / "agent-a1b2c3d.jsonl", PAUSES)
+    lines = [json.loads(line) for line in sub.read_text().splitlines()]
+    for line in lines:
+        line.update(sessionId="s1", isSidechain=True, agentId="a1b2c3d")
+        line["uuid"] = "x" + line["uuid"]
+        if line["parentUuid"]:
+            line["parentUuid"] = "x" + line["parentUuid"]
+        line["requestId"] = "x" + line.get("requestId", "")
+        line["message"]["id"] = "x" + line["message"].get("id", "")
+    sub.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    meta = {"agentType": agent_type, "description": "reviews"}
+    (agents / "agent-a1b2c3d.meta.json").write_text(json.dumps(meta))
+    return main_file.parent
+
+
+def test_a_named_agent_type_gets_its_frontmatter_line(tmp_path: Path) -> None:
+    project = _with_subagent(tmp_path, "reviewer")
+    claude = tmp_path / "claude"
+    (claude / "agents").mkdir(parents=True)
+    (claude / "agents" / "reviewer.md").write_text("---\nname: reviewer\n---\n")
+    settings = claude / "settings.json"
+    report = tune_json(str(project), "--settings", str(settings))
+    reviewer = kind(report, "agent:reviewer")
+    assert reviewer["recommended_ttl"] == "1h" and reviewer["pauses_5m_to_1h"] == 6
+    assert reviewer["frontmatter"] == "experimental: {cacheTtl: 1h}"
+    assert reviewer["agent_file"] == str(claude / "agents" / "reviewer.md")
+    assert kind(report, "subagents")["recommended_ttl"] == "1h"
+    code, out, _ = run(str(project), *WINDOW, "--settings", str(settings))
+    assert code == 0
+    assert "  reviewer: experimental: {cacheTtl: 1h} in" in out
+    assert (claude / "agents" / "reviewer.md").read_text() == "---\nname: reviewer\n---\n"
+
+
+def test_an_agent_type_that_is_not_a_plain_name_is_left_unnamed(tmp_path: Path) -> None:
+    project = _with_subagent(tmp_path, "../../x\x1b[31m")
+    report = tune_json(str(project), "--settings", str(tmp_path / "settings.json"))
+    assert "agent:" in {k["kind"] for k in report["kinds"]}
+    code, out, _ = run(str(project), *WINDOW, "--settings", str(tmp_path / "settings.json"))
+    assert code == 0 and "\x1b" not in out and "(type unknown)" in out

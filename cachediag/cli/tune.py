@@ -16,6 +16,7 @@ from cachediag.commands.options import JOBS
 from cachediag.commands.tune import DEFAULT_SINCE
 from cachediag.commands.window import Bound, parse_bound
 from cachediag.console import echo_safe, finish_reading
+from cachediag.errors import CachediagError
 
 
 @click.command()
@@ -139,6 +140,8 @@ def tune(
     if apply:
         from cachediag.commands.tune_settings import apply_plans
 
+        if result.notes:
+            raise CachediagError(result.notes[0])
         applied = apply_plans(path, result.plans, force=force)
     if as_json:
         if apply:

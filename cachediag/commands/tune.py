@@ -32,6 +32,7 @@ from cachediag.commands.audit import AuditInputs, iso_bound
 from cachediag.commands.tune_agents import agent_types
 from cachediag.commands.tune_settings import KEYS, KeyPlan, plan_keys
 from cachediag.commands.window import Window
+from cachediag.errors import CachediagError
 from cachediag.pipeline_audit import AuditRun
 
 DEFAULT_SINCE = "30d"
@@ -114,8 +115,15 @@ def tune_of(inputs: AuditInputs, window: Window, zone: tzinfo, settings_path: Pa
     by_kind = {r.evidence.kind: r for r in rows}
     history = {k: by_kind[k].evidence.ttl_seen() for k in KEYS if k in by_kind}
     recommended = {k: by_kind[k].verdict.ttl for k in KEYS if k in by_kind}
-    plans = plan_keys(settings_path, history, recommended)
-    return Tune(window, settings_path, rows, plans, run, settings_path.parent / "agents")
+    notes: list[str] = []
+    try:
+        plans = plan_keys(settings_path, history, recommended)
+    except CachediagError as exc:
+        # The evidence stands without the settings: say why they are left out.
+        notes.append(str(exc))
+        plans = []
+    agents = settings_path.parent / "agents"
+    return Tune(window, settings_path, rows, plans, run, agents, notes)
 
 
 def agent_file(tune: Tune, name: str) -> Path | None:
@@ -134,6 +142,7 @@ def tune_dict(tune: Tune) -> dict[str, Any]:
         "saved_usd": round(tune.saved_usd(), 6),
         "kinds": [_kind_dict(tune, r) for r in tune.rows],
         "settings": [_plan_dict(p) for p in tune.plans],
+        "settings_error": tune.notes[0] if tune.notes else None,
     }
 
 

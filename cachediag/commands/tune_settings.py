@@ -97,7 +97,8 @@ def tune_record(path: Path) -> dict[str, Any]:
 def plan_keys(
     path: Path, history: dict[str, str | None], recommended: dict[str, str | None]
 ) -> list[KeyPlan]:
-    """Per key of ``KEYS``: its plan, from the file as it is now."""
+    """Per key of ``KEYS``: its plan, from the file as it is now (``CachediagError``
+    when it cannot be read: ``--apply`` refuses it too)."""
     settings = read_settings(path)
     ours = tune_record(path)
     return [

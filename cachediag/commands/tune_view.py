@@ -84,6 +84,7 @@ def tune_text(tune: Tune, zone: tzinfo, *, force: bool = False) -> str:
         )
     lines += ["", f"Settings: {sanitize(str(tune.settings_path))}"]
     lines += [_plan_line(p, force) for p in tune.plans]
+    lines += [f"  {sanitize(note)}" for note in tune.notes]
     agents = [r for r in tune.rows if r.setting == "experimental.cacheTtl" and r.verdict.ttl]
     if agents:
         lines += [
@@ -155,6 +156,8 @@ def _agent_line(tune: Tune, row: KindRow) -> str:
 def _footer(tune: Tune, force: bool) -> str:
     writes = [p for p in tune.plans if p.writes(force)]
     saved = money(tune.saved_usd())
+    if tune.notes:
+        return f"Would have saved {saved} over the window; the settings could not be read."
     if not writes:
         return f"Would have saved {saved} over the window; settings.json needs no change."
     keys = ", ".join(f"{p.key}={p.recommended}" for p in writes)
