@@ -56,7 +56,7 @@ def parse(path: str, data: bytes, start: int) -> list[Usage]:
     return rows
 
 
-CODEC: RowCodec[Usage] = RowCodec("test-usage-1", list, lambda values: Usage(*values))
+CODEC = RowCodec("test-usage-1", list, lambda values: Usage(*values))
 
 
 def fresh(paths: list[str]) -> list[list[Usage]]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from cachediag.history.index import Stats
-from cachediag.history.usage_rows import UsageRow, parse, row_of, usage_rows
+from cachediag.history.usage_rows import UsageRow, dedup_key, parse, row_of, usage_rows
 from tests.conftest import ROOT
 
 CORPUS = ROOT.parent / "shared" / "corpus" / "claude-code"
@@ -39,7 +39,7 @@ def test_a_row_is_a_line_with_usage_numbers_and_a_time() -> None:
     assert row == UsageRow(
         "2026-01-01T00:00:00.000Z", "s", "claude-opus-4-5", "msg_1", "req_1", 3, 4, 5, 6, 0.5, 2
     )
-    assert row is not None and row.dedup_key == "msg_1:req_1"
+    assert row is not None and dedup_key(row) == "msg_1:req_1"
     broken: object
     for broken in (
         {**line, "timestamp": 5},

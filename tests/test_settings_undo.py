@@ -207,3 +207,42 @@ def test_concurrent_installs_and_uninstalls_keep_file_and_record_whole(tmp_path:
     line_install.uninstall(path)
     proxy_install.uninstall_base_url(path)
     assert path.read_bytes() == ORIGINAL
+
+
+def test_statusline_install_and_uninstall_as_users_run_them(tmp_path: Path) -> None:
+    """Through the console entry (the status line's arguments go to the fast path, which
+    hands ``uninstall`` on) and through click: the same lines, the original bytes back."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    path = tmp_path / "settings.json"
+    path.write_bytes(ORIGINAL)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def entry(*args: str) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-m", "cachediag", "statusline", *args]
+        return subprocess.run(argv, env=env, capture_output=True, text=True, cwd=tmp_path)
+
+    assert entry("install", "--settings", str(path), "--force").returncode == 0
+    result = CliRunner().invoke(
+        main, ["statusline", "install", "--settings", str(path), "--force", "--script", "jq"]
+    )
+    assert result.exit_code == 0, result.output
+    done = entry("uninstall", "--settings", str(path))
+    assert done.returncode == 0, done.stderr
+    said, _, backup = done.stdout.partition(" (backup: ")
+    assert said == f"{path}: statusLine removed; the file is as it was before cachediag"
+    assert Path(backup.removesuffix(")\n")) in backups(tmp_path)
+    assert path.read_bytes() == ORIGINAL
+    again = CliRunner().invoke(main, ["statusline", "uninstall", "--settings", str(path)])
+    assert again.exit_code == 0 and "nothing changed" in again.output
+    assert entry("uninstall", "--bogus").returncode == 2
+    # Someone else's line since: refused, exit 1, the file untouched.
+    line_install.install(path, "cachediag statusline", force=True)
+    path.write_text(path.read_text().replace('"cachediag statusline"', '"my-own-line"'))
+    before = path.read_bytes()
+    refused = entry("uninstall", "--settings", str(path))
+    assert refused.returncode == 1 and "not cachediag's now" in refused.stderr
+    assert path.read_bytes() == before

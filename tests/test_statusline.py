@@ -35,7 +35,7 @@ def test_line_from_transcript(tmp_path: Path) -> None:
     line = run_line({"transcript_path": str(t)}, "--no-color", "--now", str(T0 + 1000 + 100))
     # hit ratio = reads / (reads + writes + input) = 20000 / (20000 + 41500 + 30) = 32.5%;
     # the last request wrote 5m cache at T0+1000, so 300 - 100 s = 3:20 are left.
-    assert line == "cache 32% · warm 3:20 · 1 miss · last: ttl_expired_5m"
+    assert line == "m-1 · cache 32% · warm 3:20 · 1 miss · last: ttl_expired_5m"
 
 
 def test_cost_of_misses_from_looked_up_prices(
@@ -57,10 +57,13 @@ def test_cost_of_misses_from_looked_up_prices(
     # the micro-dollar as every JSON cost.
     assert obj["cachediag"]["miss_cost_usd"] == round(0.1179325, 6) == 0.117932
     assert run_line(payload, "--no-color", "--now", str(T0 + 2000)) == (
-        "cache 32% · cold · 1 miss ($0.12) · last: ttl_expired_5m"
+        "m-1 · $0.27 · cache 32% · cold · 1 miss ($0.12) · last: ttl_expired_5m"
     )
-    # Looked up once, then taken from the state file.
-    assert calls == ["m-1"]
+    # The session cost: 30 input, 41500 written (5m), 20000 read and 15 output tokens at
+    # $5, $6.25, $0.50 and $25 per million: $0.2699.
+    # Looked up once for the state's misses and once as the index priced the rows, then
+    # taken from the state file and the index.
+    assert calls == ["m-1", "m-1"]
 
 
 def test_unknown_price_is_omitted_not_zero(tmp_path: Path) -> None:
@@ -209,7 +212,7 @@ def test_installed_command_warm_path_skips_json_and_typing(
     cmd = [argv[0], "-X", "importtime", *argv[1:]]
     first = subprocess.run(cmd, env=env, input=stdin, capture_output=True, check=True)
     warm = subprocess.run(cmd, env=env, input=stdin, capture_output=True, check=True)
-    assert warm.stdout == first.stdout and warm.stdout.startswith(b"cache 32%")
+    assert warm.stdout == first.stdout and warm.stdout.startswith("m-1 · cache 32%".encode())
     mods = imported(warm.stderr)
     assert "cachediag.statusline.fast" in mods
     assert not mods & {"json", "re", "enum", "typing", "dataclasses", "hashlib", "site"}

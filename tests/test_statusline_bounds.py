@@ -83,7 +83,7 @@ def test_newline_free_transcript_in_bounded_memory(tmp_path: Path) -> None:
             capture_output=True,
             timeout=60,
         )
-        assert proc.returncode == 0 and proc.stdout.decode().startswith("cache \u2013")
+        assert proc.returncode == 0 and "cache \u2013" in proc.stdout.decode()
         peak_kib = int(proc.stderr.split()[1])
         assert peak_kib < 200 * 1024  # the file is 400 MB, the cap 64 MiB
 

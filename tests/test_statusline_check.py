@@ -60,7 +60,7 @@ def test_a_good_run_at_a_terminal_says_nothing_on_stderr(tmp_path: Path) -> None
     t = tmp_path / "s1.jsonl"
     write(t, THREE)
     code, out, err = run_at({"transcript_path": str(t)}, "--no-color", stderr=Terminal())
-    assert code == 0 and out.startswith("cache 32%") and err == ""
+    assert code == 0 and out.startswith("m-1 · cache 32%") and err == ""
 
 
 def test_an_unusable_cache_folder_is_named_at_a_terminal(tmp_path: Path, cache_home: Path) -> None:
@@ -69,7 +69,7 @@ def test_an_unusable_cache_folder_is_named_at_a_terminal(tmp_path: Path, cache_h
     t = tmp_path / "s1.jsonl"
     write(t, THREE)
     code, out, err = run_at({"transcript_path": str(t)}, "--no-color", stderr=Terminal())
-    assert code == 0 and out.startswith("cache 32%")
+    assert code == 0 and out.startswith("m-1 · cache 32%")
     assert "state folder not used" in err
 
 
@@ -86,7 +86,7 @@ def test_check_reports_what_it_read_and_exits_0(tmp_path: Path, cache_home: Path
     assert rows["state"] == f"{saved}: read from byte 0; saved"
     # (the fixture prices nothing: the report says so, the line leaves the cost out)
     assert rows["numbers"] == "from the transcript, 3 requests, 1 miss, no price for m-1"
-    assert rows["line"] == "cache 32% · warm 3:20 · 1 miss · last: ttl_expired_5m"
+    assert rows["line"] == "m-1 · cache 32% · warm 3:20 · 1 miss · last: ttl_expired_5m"
     assert rows["result"] == "ok"
     # The next run finds it unchanged.
     again = run_at(payload, "--check", "--no-color", "--now", str(T0 + 1100))[1]

@@ -78,15 +78,18 @@ def test_a_transcript_with_the_prompt_but_no_answer_yet(tmp_path: Path) -> None:
     t.write_text(json.dumps(prompt) + "\n")
     assert run_line(_payload(t), "--no-color") == NOT_YET
     write(t, [json.dumps(prompt), assistant(1, T0, inp=10, read=0, write=20000)])
-    assert run_line(_payload(t), "--no-color", "--now", str(T0 + 10)).startswith("cache 0%")
+    # Claude Code's model and cost first (it spent nothing yet), then the cache.
+    line = run_line(_payload(t), "--no-color", "--now", str(T0 + 10))
+    assert line.startswith("Sonnet 4.6 · $0.00 · cache 0%")
 
 
 def test_a_missing_transcript_after_money_was_spent_is_a_problem(tmp_path: Path) -> None:
     payload = _payload(tmp_path / f"{SID}.jsonl", spent=1.5)
-    assert run_line(payload, "--no-color") == render.FALLBACK
+    assert run_line(payload, "--no-color") == f"Sonnet 4.6 · $1.50 · {render.FALLBACK}"
+    assert run_line(payload, "--no-color", "--preset", "cache") == render.FALLBACK
     # Without a session named, a missing transcript is no first response either.
     payload = {k: v for k, v in _payload(tmp_path / f"{SID}.jsonl").items() if k != "session_id"}
-    assert run_line(payload, "--no-color") == render.FALLBACK
+    assert run_line(payload, "--no-color").endswith(render.FALLBACK)
 
 
 def test_an_unnamed_last_miss_reads_unknown(tmp_path: Path) -> None:
@@ -108,7 +111,7 @@ def test_an_unnamed_last_miss_reads_unknown(tmp_path: Path) -> None:
         ],
     )
     line = run_line({"transcript_path": str(t)}, "--no-color", "--now", str(T0 + 100))
-    assert line == "cache 0% · warm 4:20 · 1 miss · last: unknown"
+    assert line == "m-1 · cache 0% · warm 4:20 · 1 miss · last: unknown"
 
 
 @needs_jq

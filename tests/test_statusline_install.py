@@ -116,7 +116,7 @@ def test_default_command_needs_nothing_on_path(tmp_path: Path) -> None:
     for path in ("/usr/bin:/bin", str(tmp_path / "empty")):
         env = {**_minimal_env(tmp_path, path), "NO_COLOR": "1"}
         line = _run_as_claude_code(command, stdin, env)
-        assert line == "cache 32% · cold · 1 miss · last: ttl_expired_5m\n".encode()
+        assert line == "m-1 · cache 32% · cold · 1 miss · last: ttl_expired_5m\n".encode()
 
 
 @pytest.mark.skipif(shutil.which("jq") is None, reason="needs jq")

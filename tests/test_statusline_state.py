@@ -88,7 +88,7 @@ def test_unwritable_cache_dir_still_prints(tmp_path: Path, monkeypatch: pytest.M
     t = tmp_path / "s1.jsonl"
     write(t, THREE)
     assert run_line({"transcript_path": str(t)}, "--no-color", "--now", str(T0)).startswith(
-        "cache 32%"
+        "m-1 · cache 32%"
     )
 
 

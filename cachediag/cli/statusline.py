@@ -1,5 +1,5 @@
-"""``cachediag statusline``: help text and ``install``; the line itself runs in
-``cachediag.statusline.fast``, which ``entry`` reaches without importing click."""
+"""``cachediag statusline``: help text, ``install`` and ``uninstall``; the line itself runs
+in ``cachediag.statusline.fast``, which ``entry`` reaches without importing click."""
 
 from __future__ import annotations
 
@@ -70,8 +70,11 @@ def statusline(
     option such as an unknown --format field is one Error: line and exit 2 instead).
 
     \b
-    Fields for --format: {hit} {warm} {misses} {cost} {last} {agents} {rebuilds} {ttl}
-    {requests} {source} {partial}. An empty field drops with the text before it.
+    Fields for --format: {model} {session_cost} {today_cost} {block_cost}
+    {block_left} {context_tokens} {context_pct} {rate_5h} {rate_7d} {hit} {warm}
+    {misses} {cost} {last} {agents} {rebuilds} {ttl} {requests} {source} {partial}.
+    An empty field drops with the text before it. Ready-made templates:
+    --preset full|compact|cache (cache: the cache alone).
     \b
     Set it up:  cachediag statusline install
     Test it:    cachediag statusline --check < object.json
@@ -111,7 +114,12 @@ def statusline(
 )
 @click.option("--force", is_flag=True, help="Replace a different status line already set.")
 def install(settings: Path | None, script: str | None, force: bool) -> None:
-    """Write the statusLine entry into Claude Code's settings.json (keeps a .bak)."""
+    """Write the statusLine entry into Claude Code's settings.json.
+
+    Every change keeps a backup, a new 0600 file named by the time
+    (settings.json.YYYYMMDDTHHMMSSZ.bak), none ever overwritten; 'cachediag statusline
+    uninstall' puts back the status line you had before.
+    """
     from cachediag.claude_settings import settings_path
     from cachediag.statusline import install as setup
 
@@ -129,3 +137,24 @@ def install(settings: Path | None, script: str | None, force: bool) -> None:
             "jq is installed and 'cachediag statusline install --script ...' is run again",
             err=True,
         )
+
+
+@statusline.command()
+@click.option(
+    "--settings",
+    "settings",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="settings.json to change (default: $CLAUDE_CONFIG_DIR or ~/.claude).",
+)
+def uninstall(settings: Path | None) -> None:
+    """Put back the status line you had before cachediag's install (removed if there was
+    none; a backup kept).
+
+    When nothing else changed since, settings.json is put back byte for byte. A status
+    line set by someone else since the install is left alone (exit 1).
+    """
+    from cachediag.claude_settings import settings_path
+    from cachediag.statusline import install as setup
+
+    path = settings_path(settings)
+    click.echo(setup.uninstall(path).line("statusLine"))

@@ -26,47 +26,61 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
 
 from cachediag.follow.files import change_of, cursor, open_regular_fd, unchanged_since
 from cachediag.history import store
 
-Row = TypeVar("Row")
-Parse = Callable[[str, bytes, int], list[Row]]
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing and dataclasses cost the status line's warm path milliseconds
+    from collections.abc import Callable, Sequence
+    from typing import Any
+
+    Row = Any
+    Parse = Callable[[str, bytes, int], list[Any]]
 
 
-@dataclass(slots=True, frozen=True)
-class RowCodec(Generic[Row]):
+class RowCodec:
     """How rows go to JSON and back: ``schema`` names the row type and its fields (an
     index of another schema is rebuilt), ``encode`` gives a JSON list, ``decode`` the row
     again, equal to the one encoded."""
 
-    schema: str
-    encode: Callable[[Row], list[Any]]
-    decode: Callable[[list[Any]], Row]
+    __slots__ = ("decode", "encode", "schema")
+
+    def __init__(
+        self,
+        schema: str,
+        encode: Callable[[Any], list[Any]],
+        decode: Callable[[list[Any]], Any],
+    ) -> None:
+        self.schema = schema
+        self.encode = encode
+        self.decode = decode
 
 
-@dataclass(slots=True)
 class Stats:
     """What one call did: files answered from the index, grown (only their new bytes
-    read), read whole, and gone; bytes parsed."""
+    read), read whole, and gone; bytes parsed; ``incomplete`` when the deadline passed
+    before every file was brought up to date (the rows of those left are what the index
+    held, none for a new file; the next call goes on)."""
 
-    unchanged: int = 0
-    appended: int = 0
-    read: int = 0
-    gone: int = 0
-    parsed_bytes: int = 0
-    incomplete: bool = False
-    """The deadline passed before every file was brought up to date: the rows of those
-    left are what the index held (none for a new file); the next call goes on."""
+    __slots__ = ("appended", "gone", "incomplete", "parsed_bytes", "read", "unchanged")
+
+    def __init__(self) -> None:
+        self.unchanged = 0
+        self.appended = 0
+        self.read = 0
+        self.gone = 0
+        self.parsed_bytes = 0
+        self.incomplete = False
+
+    def __repr__(self) -> str:
+        return "Stats(" + ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__) + ")"
 
 
 def rows_by_file(
     paths: Sequence[str],
-    parse: Parse[Row],
-    codec: RowCodec[Row],
+    parse: Parse,
+    codec: RowCodec,
     *,
     kind: str,
     root: str | None = None,
@@ -93,7 +107,7 @@ def rows_by_file(
                 kept = files.get(path)
                 out.append([] if kept is None else _decode(kept, codec))
                 continue
-            entry = _refresh(path, files.get(path), parse, codec, stats)
+            entry = _refresh(path, files.get(path), parse, codec, stats, deadline)
             if entry is None:
                 files.pop(path, None)
                 out.append([])
@@ -113,19 +127,32 @@ def _load(where: str, schema: str) -> store.Index:
         return {"schema": schema, "files": {}}
 
 
-def _decode(entry: dict[str, Any], codec: RowCodec[Row]) -> list[Row]:
+def _decode(entry: dict[str, Any], codec: RowCodec) -> list[Row]:
     decode = codec.decode
     return [decode(r) for r in entry["rows"]] + [decode(r) for r in entry["tail"]]
+
+
+CHUNK_BYTES = 4 << 20
+MAX_LINE_BYTES = 16 << 20
+"""A line longer than this is skipped (no usage line is near it: such a line is a tool
+result or a pasted file), so memory stays bounded whatever a file holds. A parser must
+skip such lines too (``overlong``) for a read without the index to give the same rows."""
+
+
+def overlong(line: bytes) -> bool:
+    return len(line) > MAX_LINE_BYTES
 
 
 def _refresh(
     path: str,
     entry: dict[str, Any] | None,
-    parse: Parse[Row],
-    codec: RowCodec[Row],
+    parse: Parse,
+    codec: RowCodec,
     stats: Stats,
+    deadline: float | None = None,
 ) -> dict[str, Any] | None:
-    """The entry of ``path`` brought up to date; ``None`` when the file is gone."""
+    """The entry of ``path`` brought up to date; ``None`` when the file is gone. Past
+    ``deadline`` it stops between chunks, with what it read (``stats.incomplete``)."""
     saved = None if entry is None else entry.get("cursor")
     if entry is not None and unchanged_since(saved, path):
         stats.unchanged += 1
@@ -138,31 +165,50 @@ def _refresh(
         return None
     try:
         st = os.fstat(fd)
-        if grown and isinstance(saved, dict):
-            start, lines, rows = saved["offset"], saved["lines"], list(entry["rows"])  # type: ignore[index]
+        if grown and isinstance(saved, dict) and entry is not None:
+            start, lines, rows = saved["offset"], saved["lines"], list(entry["rows"])
             stats.appended += 1
         else:
             start, lines, rows = 0, 0, []
             stats.read += 1
-        data = _read_from(fd, start)
-        end = data.rfind(b"\n") + 1
-        stats.parsed_bytes += len(data)
+        done, pos, buf, skipping = start, start, b"", False
         encode = codec.encode
-        rows.extend(encode(r) for r in parse(path, data[:end], start))
-        rest = data[end:]
-        tail = [encode(r) for r in parse(path, rest, start + end)] if rest.strip() else []
-        lines += data.count(b"\n", 0, end)
-        return {"cursor": cursor(fd, st, start, len(data), end, lines), "rows": rows, "tail": tail}
+        while True:
+            if deadline is not None and time.monotonic() > deadline:
+                stats.incomplete = True
+                break
+            chunk = os.pread(fd, CHUNK_BYTES, pos)
+            if not chunk:
+                break
+            pos += len(chunk)
+            stats.parsed_bytes += len(chunk)
+            if skipping:  # inside an overlong line: nothing kept until its end
+                cut = chunk.find(b"\n")
+                if cut < 0:
+                    continue
+                skipping, lines, done, chunk = (
+                    False,
+                    lines + 1,
+                    pos - len(chunk) + cut + 1,
+                    chunk[cut + 1 :],
+                )
+            buf += chunk
+            end = buf.rfind(b"\n") + 1
+            if end:
+                rows.extend(encode(r) for r in parse(path, buf[:end], done))
+                lines += buf.count(b"\n", 0, end)
+                done += end
+                buf = buf[end:]
+            if len(buf) > MAX_LINE_BYTES:
+                skipping, buf = True, b""
+        tail = []
+        if not stats.incomplete and not skipping and buf.strip():
+            tail = [encode(r) for r in parse(path, buf, done)]
+        read = (done if stats.incomplete else pos) - start
+        return {
+            "cursor": cursor(fd, st, start, read, done - start, lines),
+            "rows": rows,
+            "tail": tail,
+        }
     finally:
         os.close(fd)
-
-
-def _read_from(fd: int, start: int) -> bytes:
-    chunks: list[bytes] = []
-    offset = start
-    while True:
-        chunk = os.pread(fd, 1 << 20, offset)
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
-        offset += len(chunk)

@@ -29,7 +29,7 @@ Compute = Callable[[str, Sequence[str]], list[Row]]
 def rows_by_session(
     sessions: Sequence[tuple[str, Sequence[str]]],
     compute: Compute[Row],
-    codec: RowCodec[Row],
+    codec: RowCodec,
     *,
     kind: str,
     root: str | None = None,
@@ -86,12 +86,12 @@ def _all_gone(entry: Any) -> bool:
     return not isinstance(sigs, dict) or all(file_signature(p) is None for p in sigs)
 
 
-def _decode(entry: dict[str, Any], codec: RowCodec[Row]) -> list[Row]:
+def _decode(entry: dict[str, Any], codec: RowCodec) -> list[Row]:
     decode = codec.decode
     return [decode(r) for r in entry["rows"]]
 
 
-def dataclass_codec(cls: Callable[..., Row], salt: str) -> RowCodec[Row]:
+def dataclass_codec(cls: Callable[..., Row], salt: str) -> RowCodec:
     """The codec of a dataclass of plain fields (numbers, strings, ``None``): a row as the
     list of its fields. ``salt`` names what else the rows depend on (the version, the
     price data): an index of another salt is rebuilt."""

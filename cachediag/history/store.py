@@ -16,23 +16,25 @@ the lock always sees one whole index.
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import zlib
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
 
 from cachediag.paths import cache_dir
 from cachediag.safefiles import open_private, private_dir, read_private, write_atomic
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs the status line's warm path milliseconds: not at run time
+    from types import TracebackType
+    from typing import Any
 
 VERSION = 1
 """Bump when the entry layout changes: older indexes are then rebuilt."""
 MAGIC = b"cachediag-history %d " % VERSION
 MAX_INDEX_BYTES = 1 << 30
 
-Index = dict[str, Any]
+if TYPE_CHECKING:
+    Index = dict[str, Any]
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
 
 
 class BadIndex(ValueError):
@@ -47,18 +49,21 @@ def index_dir(root: str | None = None) -> str:
 
 
 def index_path(kind: str, root: str | None = None) -> str:
-    if not re.fullmatch(r"[a-z0-9_-]{1,40}", kind):
+    if not 1 <= len(kind) <= 40 or not set(kind) <= _NAME_CHARS:
         raise ValueError(f"not an index name: {kind!r}")
     return os.path.join(index_dir(root), f"{kind}.index")
 
 
 def _loads(data: bytes) -> Any:
-    try:
-        import orjson
+    """orjson when loaded already (the reports), else the C scanner without ``json``
+    (the status line's warm path, which must not pay for importing either)."""
+    import sys
 
-        return orjson.loads(data)
-    except ImportError:
-        return json.loads(data)
+    if "orjson" in sys.modules:
+        return sys.modules["orjson"].loads(data)
+    from cachediag.statusline import jsonlite
+
+    return jsonlite.loads(data)
 
 
 def _dumps(value: Any) -> bytes:
@@ -67,6 +72,8 @@ def _dumps(value: Any) -> bytes:
 
         return orjson.dumps(value)
     except ImportError:
+        import json
+
         return json.dumps(value, separators=(",", ":"), allow_nan=False).encode()
 
 
@@ -100,18 +107,31 @@ def save(path: str, index: Index) -> None:
     write_atomic(path, b"%s%08x\n%s" % (MAGIC, zlib.crc32(body), body))
 
 
-@contextmanager
-def locked(path: str) -> Iterator[None]:
+class locked:
     """Hold the index's writer lock (blocking: an update takes milliseconds to seconds,
-    and waiting for it is cheaper than reading the history again)."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - no flock (Windows)
-        yield
-        return
-    fd = open_private(path + ".lock", os.O_RDWR | os.O_CREAT)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
+    and waiting for it is cheaper than reading the history again). A class, not
+    ``contextlib``: one import less on the status line's path."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path + ".lock"
+        self.fd: int | None = None
+
+    def __enter__(self) -> None:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - no flock (Windows)
+            return
+        self.fd = open_private(self.path, os.O_RDWR | os.O_CREAT)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        except BaseException:
+            os.close(self.fd)
+            self.fd = None
+            raise
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # releases the lock
+            self.fd = None

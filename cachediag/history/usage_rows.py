@@ -15,58 +15,68 @@ file: the index's rule.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections import namedtuple
 
 from cachediag.history.clock import epoch
-from cachediag.history.index import RowCodec, Stats, rows_by_file
+from cachediag.history.index import RowCodec, Stats, overlong, rows_by_file
 from cachediag.safefiles import open_regular
 
-if TYPE_CHECKING:
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs the status line's warm path milliseconds: not at run time
+    from collections.abc import Sequence
+    from typing import Any, NamedTuple
+
     from cachediag.pricing.slots import DayPrices
 
-try:
-    from orjson import loads as _loads
-except ImportError:  # pragma: no cover - orjson is a dependency; json is the fallback
-    from json import loads as _loads  # type: ignore[assignment]
 
+_FIELDS = [
+    *("timestamp", "session_id", "model", "message_id", "request_id", "input_tokens"),
+    *("output_tokens", "cache_creation_tokens", "cache_read_tokens", "cost_usd"),
+    *("cache_creation_1h_tokens", "priced_usd"),
+]
 
-class UsageRow(NamedTuple):
-    timestamp: str
-    session_id: str | None
-    model: str | None
-    message_id: str | None
-    request_id: str | None
-    input_tokens: int
-    output_tokens: int
-    cache_creation_tokens: int
-    cache_read_tokens: int
-    cost_usd: float | None
-    cache_creation_1h_tokens: int = 0
-    """Of the cache writes, those at the 1-hour TTL (``usage.cache_creation``'s split;
-    ccusage prices every write at the 5-minute rate)."""
-    priced_usd: float | None = None
-    """The tokens at the model's list prices of that day, worked out when the line is
-    read (so that reading rows back from the index needs no price data); ``None`` when
+if TYPE_CHECKING:
+
+    class UsageRow(NamedTuple):
+        timestamp: str
+        session_id: str | None
+        model: str | None
+        message_id: str | None
+        request_id: str | None
+        input_tokens: int
+        output_tokens: int
+        cache_creation_tokens: int
+        cache_read_tokens: int
+        cost_usd: float | None
+        cache_creation_1h_tokens: int = 0
+        priced_usd: float | None = None
+
+else:
+    # ``collections.namedtuple`` at run time: ``typing.NamedTuple`` would import typing.
+    UsageRow = namedtuple("UsageRow", _FIELDS, defaults=(0, None))
+    UsageRow.__doc__ = """One usage line. ``cache_creation_1h_tokens``: of the cache
+    writes, those at the 1-hour TTL (ccusage prices every write at the 5-minute rate);
+    ``priced_usd``: the tokens at the model's list prices of that day, worked out when the
+    line is read (reading rows back from the index needs no price data), ``None`` when
     the model has no price."""
 
-    @property
-    def cost(self) -> float | None:
-        """The line's ``costUSD`` when it has one, else its priced cost; ``None``: not
-        known (never $0)."""
-        return self.cost_usd if self.cost_usd is not None else self.priced_usd
 
-    @property
-    def dedup_key(self) -> str | None:
-        """``message.id:requestId``, ccusage's key for one response written twice (a
-        resumed session, a copied file); ``None`` when either is missing."""
-        if self.message_id is None or self.request_id is None:
-            return None
-        return f"{self.message_id}:{self.request_id}"
+def row_cost(row: UsageRow) -> float | None:
+    """The line's ``costUSD`` when it has one, else its priced cost; ``None``: not known
+    (never $0)."""
+    return row.cost_usd if row.cost_usd is not None else row.priced_usd
+
+
+def dedup_key(row: UsageRow) -> str | None:
+    """``message.id:requestId``, ccusage's key for one response written twice (a resumed
+    session, a copied file); ``None`` when either is missing."""
+    if row.message_id is None or row.request_id is None:
+        return None
+    return f"{row.message_id}:{row.request_id}"
 
 
 SCHEMA = "usage-row-3:" + ",".join(UsageRow._fields)
-CODEC: RowCodec[UsageRow] = RowCodec(SCHEMA, list, lambda values: UsageRow(*values))
+CODEC = RowCodec(SCHEMA, list, lambda values: UsageRow(*values))
 KIND = "usage"
 
 
@@ -121,34 +131,34 @@ def _one_hour(usage: dict[str, Any]) -> int:
 
 def parse(path: str, data: bytes, start: int) -> list[UsageRow]:
     """The rows of complete lines ``data`` (from byte ``start`` of ``path``)."""
+    try:  # here, not at import: reading rows back from the index needs no parser
+        from orjson import loads
+    except ImportError:  # pragma: no cover - orjson is a dependency; json the fallback
+        from json import loads  # type: ignore[assignment]
     rows = []
+    days: dict[tuple[str, int], DayPrices] = {}  # prices looked up once per model and day
     for line in data.split(b"\n"):
-        if b'"usage"' not in line:
-            continue  # most lines: no parse at all
+        if b'"usage"' not in line or overlong(line):
+            continue  # most lines: no parse at all; an overlong one is the index's rule
         try:
-            row = row_of(_loads(line))
+            row = row_of(loads(line))
         except ValueError:
             continue
         if row is not None:
-            rows.append(row if row.cost_usd is not None else row._replace(priced_usd=priced(row)))
+            rows.append(
+                row if row.cost_usd is not None else row._replace(priced_usd=priced(row, days))
+            )
     return rows
 
 
-_DAYS: dict[tuple[str, int], DayPrices] = {}
-
-
 def _day_prices(model: str, day: int) -> DayPrices:
-    from cachediag.pricing.slots import DayPrices
+    # The status line's one door to price data (it never raises: unknown is no price).
+    from cachediag.statusline.prices import day_prices
 
-    try:
-        from cachediag.pricing import day_prices
-
-        return day_prices(model, day)
-    except Exception:  # price data missing or broken: unknown, never a crash, never $0
-        return DayPrices()
+    return day_prices(model, day)
 
 
-def priced(row: UsageRow) -> float | None:
+def priced(row: UsageRow, days: dict[tuple[str, int], DayPrices]) -> float | None:
     """``row``'s tokens at its model's prices at its time (1-hour writes at their rate)."""
     tokens = row.input_tokens + row.cache_creation_tokens + row.cache_read_tokens
     if not tokens and not row.output_tokens:
@@ -157,9 +167,9 @@ def priced(row: UsageRow) -> float | None:
     if row.model is None or at is None:
         return None
     day = int(at // 86400)
-    found = _DAYS.get((row.model, day))
+    found = days.get((row.model, day))
     if found is None:
-        found = _DAYS[(row.model, day)] = _day_prices(row.model, day)
+        found = days[(row.model, day)] = _day_prices(row.model, day)
     prices = found.at(at - day * 86400)
     if prices is None:
         return None
@@ -189,7 +199,7 @@ def usage_rows(
         return rows_by_file(
             paths, parse, CODEC, kind=kind, root=root, stats=stats, deadline=deadline
         )
-    out = []
+    out: list[list[UsageRow]] = []
     for path in paths:
         try:
             with open_regular(path) as fp:  # a FIFO is refused, never waited on

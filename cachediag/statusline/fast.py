@@ -23,8 +23,8 @@ if TYPE_CHECKING:  # typing costs milliseconds at run time; the warm path avoids
     from typing import IO, Any
 
 USAGE = (
-    "usage: cachediag statusline [--json] [--format TEMPLATE] [--color|--no-color] "
-    "[--now EPOCH] [--budget SECONDS] [--width COLUMNS] [--check]"
+    "usage: cachediag statusline [--json] [--format TEMPLATE] [--preset full|compact|cache] "
+    "[--color|--no-color] [--now EPOCH] [--budget SECONDS] [--width COLUMNS] [--check]"
 )
 MAX_STDIN_BYTES = 16 << 20
 """Claude Code's object is a few KB; more than this is not it (and is not read whole)."""
@@ -35,11 +35,13 @@ READ_SHARE = 0.7
 
 
 class Options:
-    __slots__ = ("as_json", "budget_s", "color", "fmt", "now", "width")
+    __slots__ = ("as_json", "budget_s", "color", "custom", "fmt", "now", "width")
 
     def __init__(self) -> None:
         self.as_json = False
         self.fmt = render.DEFAULT_FORMAT
+        self.custom = False
+        """A ``--format`` of the user's own: kept whole when no width is known."""
         self.color: bool | None = None
         self.now: float | None = None
         self.budget_s = BUDGET_S
@@ -68,7 +70,7 @@ def parse_args(args: list[str]) -> Options:
     it = iter(args)
     for arg in it:
         name, eq, value = arg.partition("=")
-        if name in ("--format", "--now", "--budget", "--width") and not eq:
+        if name in ("--format", "--preset", "--now", "--budget", "--width") and not eq:
             following = next(it, None)
             if following is None:
                 raise render.UsageError(f"{name} needs a value")
@@ -81,7 +83,12 @@ def parse_args(args: list[str]) -> Options:
             opts.color = name == "--color"
         elif name == "--format":
             render.parse_format(value)  # a bad template is reported, not half-rendered
-            opts.fmt = value
+            opts.fmt, opts.custom = value, True
+        elif name == "--preset":
+            if value not in render.PRESETS:
+                known = ", ".join(render.PRESETS)
+                raise render.UsageError(f"--preset: {value[:40]!r} is not one of {known}")
+            opts.fmt, opts.custom = render.PRESETS[value], False
         elif name == "--now":
             opts.now = _seconds("--now", value, NOW)
         elif name == "--budget":
@@ -128,9 +135,14 @@ def use_color(opts: Options) -> bool:
 
 
 def build_view(
-    payload: Any, now: float, root: str | None = None, deadline: float | None = None
+    payload: Any,
+    now: float,
+    root: str | None = None,
+    deadline: float | None = None,
+    fields: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
-    """Everything the line and the JSON show, as plain values."""
+    """Everything the line and the JSON show, as plain values; ``fields``: those of the
+    template, for what only some fields need (the history's spend)."""
     obj = payload if isinstance(payload, dict) else {}
     out: dict[str, Any] = {"now": now, "source": "none", "prompt_cache": None}
     transcript = obj.get("transcript_path")
@@ -155,13 +167,47 @@ def build_view(
                 main = out.get("main_prompt_cache")
                 if not_yet and isinstance(main, dict) and not main.get("requests"):
                     out["transcript"] = render.NOT_WRITTEN  # the prompt, not its answer
+                _add_spend(out, transcript, now, root, deadline, fields)
     elif isinstance(payload, dict):
         if "transcript_path" in obj:
             log_failure("transcript_path is not a usable path string")
         elif not isinstance(obj.get("prompt_cache"), dict):
             log_failure("stdin has neither transcript_path nor prompt_cache")
+    out["payload"] = {k: obj[k] for k in PAYLOAD_FIELDS if isinstance(obj.get(k), dict)}
     view.combine(out, obj.get("prompt_cache"))
     return out
+
+
+PAYLOAD_FIELDS = ("model", "cost", "context_window", "rate_limits")
+"""The parts of Claude Code's object the usage fields read (``usage_fields``)."""
+SPEND_FIELDS = frozenset({"session_cost", "today_cost", "block_cost", "block_left"})
+
+
+def _add_spend(
+    out: dict[str, Any],
+    transcript: str,
+    now: float,
+    root: str | None,
+    deadline: float | None,
+    fields: frozenset[str],
+) -> None:
+    """The session's, today's and the block's cost, when the template shows one: from
+    the history index (``spend``); a failure leaves the fields out, never the line."""
+    if not fields & SPEND_FIELDS:
+        return
+    try:
+        from cachediag.statusline.spend import HISTORY_FIELDS, spend_view
+
+        spent = spend_view(
+            transcript, now, history=bool(fields & HISTORY_FIELDS), root=root, deadline=deadline
+        )
+    except Exception as exc:
+        log_failure(f"spend not read: {describe(exc)}")
+        return
+    # Not read whole within the budget: those fields are left out this time (the index
+    # keeps what was read, the next run goes on); the cache's numbers are not partial.
+    spent.pop("partial", None)
+    out["usage"] = {**out.get("usage", {}), **spent}
 
 
 def _own_transcript(payload: dict[str, Any], path: str) -> bool:
@@ -230,7 +276,10 @@ def run(
             raw = source.read(MAX_STDIN_BYTES + 1)
         payload = _payload(raw)
         now = time.time() if opts.now is None else opts.now
-        out_view = build_view(payload, now, deadline=started + opts.budget_s * READ_SHARE)
+        fields = frozenset(n for _, n in render.parse_format(opts.fmt) if n and not opts.as_json)
+        out_view = build_view(
+            payload, now, deadline=started + opts.budget_s * READ_SHARE, fields=fields
+        )
         if opts.as_json:
             import json
 
@@ -241,7 +290,11 @@ def run(
             width = terminal_width() if opts.width is None else opts.width
             # A width nobody told: only tool names shrink (to 80), no field is dropped.
             text = render.render_line(
-                out_view, opts.fmt, color, width or DEFAULT_WIDTH, keep_fields=width is None
+                out_view,
+                opts.fmt,
+                color,
+                width or DEFAULT_WIDTH,
+                keep_fields=width is None and opts.custom,
             )
     except render.UsageError as exc:
         # A mistake in our own arguments: one plain line for a person at a terminal
@@ -326,4 +379,9 @@ def _default_signals() -> None:
 
 def main() -> None:
     _default_signals()
-    sys.exit(run(sys.argv[2:] if sys.argv[1:2] == ["statusline"] else sys.argv[1:]))
+    args = sys.argv[2:] if sys.argv[1:2] == ["statusline"] else sys.argv[1:]
+    if args[:1] == ["uninstall"]:  # ``entry`` sends only ``install`` (and help) to click
+        from cachediag.statusline.install import uninstall_command
+
+        sys.exit(uninstall_command(args[1:]))
+    sys.exit(run(args))

@@ -136,3 +136,30 @@ def install(settings: Path, command: str, *, force: bool = False) -> Installed:
 def uninstall(settings: Path) -> Undone:
     """The statusLine the user had before cachediag back, or none if there was none."""
     return uninstall_key(settings, KEY, _is_ours)
+
+
+def uninstall_command(args: list[str]) -> int:
+    """``statusline uninstall [--settings PATH]`` without click (``entry`` sends the
+    status line's arguments to ``fast``): the line click's command prints, ``Error:`` and
+    1 when refused, 2 for a wrong argument."""
+    from cachediag.claude_settings import settings_path
+
+    explicit = None
+    it = iter(args)
+    for arg in it:
+        name, eq, value = arg.partition("=")
+        if name == "--settings":
+            value = value if eq else next(it, "")
+            if value:
+                explicit = Path(value)
+                continue
+        print("Error: usage: cachediag statusline uninstall [--settings PATH]", file=sys.stderr)
+        return 2
+    try:
+        print(uninstall(settings_path(explicit)).line("statusLine"))
+    except CachediagError as exc:
+        from cachediag.text import sanitize
+
+        print(f"Error: {sanitize(str(exc), 500)}", file=sys.stderr)
+        return 1
+    return 0

@@ -52,7 +52,19 @@ if TYPE_CHECKING:  # typing costs milliseconds at run time; the warm path avoids
 
     View: TypeAlias = dict[str, Any]
 
-DEFAULT_FORMAT = "{hit} · {warm} · {misses} · {last} · {agents} · {partial}"
+CACHE_FORMAT = "{hit} · {warm} · {misses} · {last} · {agents} · {partial}"
+"""The cache alone: the line before the usage fields came."""
+DEFAULT_FORMAT = "{model} · {session_cost} · " + CACHE_FORMAT
+"""The model and what the session cost first, then the cache."""
+PRESETS = {
+    "full": "{model} · {session_cost} · {today_cost} · {block_cost} · {block_left} · "
+    "{context_pct} · {rate_5h} · {rate_7d} · {hit} · {warm} · {misses} · {last} · {agents} · "
+    "{partial}",
+    "compact": "{model} · {session_cost} · {hit} · {warm} · {partial}",
+    "cache": CACHE_FORMAT,
+}
+"""``--preset NAME``: ready-made templates (a line that does not fit loses fields from the
+right, so the first ones are those kept)."""
 FALLBACK = "cache ?"
 NOT_YET = "cache: no response yet"
 """Before the session's first response Claude Code has written no transcript (and sends

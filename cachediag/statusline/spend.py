@@ -25,7 +25,7 @@ import zlib
 
 from cachediag.history.clock import epoch
 from cachediag.history.index import Stats
-from cachediag.history.usage_rows import UsageRow, usage_rows
+from cachediag.history.usage_rows import UsageRow, dedup_key, row_cost, usage_rows
 from cachediag.statusline.state import agent_files
 
 TYPE_CHECKING = False
@@ -95,12 +95,12 @@ def _once(rows: list[UsageRow]) -> list[tuple[float, UsageRow]]:
     """Each response once (its last line), with its time, oldest first."""
     last: dict[str, int] = {}
     for i, row in enumerate(rows):
-        key = row.dedup_key
+        key = dedup_key(row)
         if key is not None:
             last[key] = i
     out = []
     for i, row in enumerate(rows):
-        key = row.dedup_key
+        key = dedup_key(row)
         at = epoch(row.timestamp)
         if at is None or (key is not None and last[key] != i):
             continue
@@ -112,7 +112,7 @@ def _once(rows: list[UsageRow]) -> list[tuple[float, UsageRow]]:
 def _total(rows: list[tuple[float, UsageRow]]) -> float | None:
     spent = 0.0
     for _, row in rows:
-        cost = row.cost
+        cost = row_cost(row)
         if cost is None:
             return None
         spent += cost
