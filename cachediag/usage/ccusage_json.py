@@ -88,30 +88,9 @@ def line(bucket: Bucket, report: str) -> Json:
 def totals(buckets: Iterable[Bucket]) -> Json:
     t, cache = Tokens(), CacheTally()
     for b in buckets:
-        _add_tokens(t, b.tokens)
-        _add_cache(cache, b.cache)
+        t.merge(b.tokens)
+        cache.merge(b.cache)
     return {**token_fields(t), "promptCache": prompt_cache(cache)}
-
-
-def _add_tokens(t: Tokens, o: Tokens) -> None:
-    t.input += o.input
-    t.output += o.output
-    t.cache_creation += o.cache_creation
-    t.cache_read += o.cache_read
-    t.cost_usd += o.cost_usd
-    t.unpriced += o.unpriced
-
-
-def _add_cache(c: CacheTally, o: CacheTally) -> None:
-    c.requests += o.requests
-    c.hits += o.hits
-    c.misses += o.misses
-    c.expected_rebuilds += o.expected_rebuilds
-    c.recache_usd += o.recache_usd
-    c.read_tokens += o.read_tokens
-    c.prompt_tokens += o.prompt_tokens
-    for cause, usd in o.cause_usd.items():
-        c.cause_usd[cause] = c.cause_usd.get(cause, 0.0) + usd
 
 
 def period_report(report: str, buckets: Sequence[Bucket], project: str | None = None) -> Json:

@@ -46,6 +46,14 @@ class Tokens:
     def total(self) -> int:
         return self.input + self.output + self.cache_creation + self.cache_read
 
+    def merge(self, o: Tokens) -> None:
+        self.input += o.input
+        self.output += o.output
+        self.cache_creation += o.cache_creation
+        self.cache_read += o.cache_read
+        self.cost_usd += o.cost_usd
+        self.unpriced += o.unpriced
+
 
 @dataclass(slots=True)
 class CacheTally:
@@ -77,6 +85,17 @@ class CacheTally:
         elif outcome == EXPECTED:
             self.expected_rebuilds += 1
         self.recache_usd += row.recache_usd
+
+    def merge(self, o: CacheTally) -> None:
+        self.requests += o.requests
+        self.hits += o.hits
+        self.misses += o.misses
+        self.expected_rebuilds += o.expected_rebuilds
+        self.recache_usd += o.recache_usd
+        self.read_tokens += o.read_tokens
+        self.prompt_tokens += o.prompt_tokens
+        for cause, usd in o.cause_usd.items():
+            self.cause_usd[cause] = self.cause_usd.get(cause, 0.0) + usd
 
     @property
     def hit_ratio(self) -> float | None:

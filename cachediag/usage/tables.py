@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime, tzinfo
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from rich.console import RenderableType
 from rich.text import Text
@@ -18,8 +18,20 @@ from cachediag.report.layout import Column, compact_count, fitted_table, path_va
 from cachediag.usage.blocks import Block, burn_rate, limit_status, projection
 from cachediag.usage.periods import Bucket, CacheTally, Tokens
 
-if TYPE_CHECKING:
-    from cachediag.commands.usage import UsageOptions
+
+class TableOptions(Protocol):
+    """What the tables read of a report's options (``commands.usage.UsageOptions``)."""
+
+    @property
+    def report(self) -> str: ...
+    @property
+    def width(self) -> int: ...
+    @property
+    def breakdown(self) -> bool: ...
+    @property
+    def active(self) -> bool: ...
+    def display_zone(self) -> tzinfo: ...
+
 
 TITLES = {"daily": "Date", "weekly": "Week", "monthly": "Month"}
 
@@ -101,7 +113,7 @@ KeyCells = tuple[str, ...]
 
 
 def _lines(
-    options: UsageOptions,
+    options: TableOptions,
     buckets: Sequence[Bucket],
     keys: Sequence[KeyCells],
     heads: Sequence[str],
@@ -148,14 +160,12 @@ def _lines(
 
 
 def _sum(total: Tokens, cache: CacheTally, b: Bucket) -> None:
-    from cachediag.usage.ccusage_json import _add_cache, _add_tokens
-
-    _add_tokens(total, b.tokens)
-    _add_cache(cache, b.cache)
+    total.merge(b.tokens)
+    cache.merge(b.cache)
 
 
 def period_tables(
-    options: UsageOptions, lines: Sequence[Bucket], project: str | None
+    options: TableOptions, lines: Sequence[Bucket], project: str | None
 ) -> list[RenderableType]:
     header = TITLES[options.report]
     title = f"Claude Code usage, {options.report}" + (f" · {project}" if project else "")
@@ -164,7 +174,7 @@ def period_tables(
     return _lines(options, lines, [(b.key,) for b in lines], [header], title)
 
 
-def session_tables(options: UsageOptions, lines: Sequence[Bucket]) -> list[RenderableType]:
+def session_tables(options: TableOptions, lines: Sequence[Bucket]) -> list[RenderableType]:
     if not lines:
         return [Text("No sessions found.")]
     zone = options.display_zone()
@@ -178,7 +188,7 @@ def _day(at: float, zone: tzinfo) -> str:
 
 
 def block_tables(
-    options: UsageOptions, blocks: Sequence[Block], now: float, limit: int | None
+    options: TableOptions, blocks: Sequence[Block], now: float, limit: int | None
 ) -> list[RenderableType]:
     if not blocks:
         return [Text("No active block." if options.active else "No usage blocks found.")]
