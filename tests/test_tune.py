@@ -380,3 +380,12 @@ def test_an_agent_type_that_is_not_a_plain_name_is_left_unnamed(tmp_path: Path) 
     assert "agent:" in {k["kind"] for k in report["kinds"]}
     code, out, _ = run(str(project), *WINDOW, "--settings", str(tmp_path / "settings.json"))
     assert code == 0 and "\x1b" not in out and "(type unknown)" in out
+
+
+def test_one_kind_saves_what_the_audit_says_the_ttl_saves(tmp_path: Path) -> None:
+    history = write_history(tmp_path / "pauses.jsonl", PAUSES)
+    report = tune_json(str(history), "--settings", str(tmp_path / "settings.json"))
+    audit = CliRunner().invoke(main, ["audit", str(history), *WINDOW, "--json"])
+    policies = {p["policy"]: p["cost_usd"] for p in json.loads(audit.stdout)["whatif"]["policies"]}
+    assert report["saved_usd"] == pytest.approx(policies["as_happened"] - policies["1h"], abs=1e-6)
+    assert report["saved_usd"] > 0.1
