@@ -305,3 +305,31 @@ def test_lines_ccusage_counts_otherwise_are_pinned() -> None:
     # m5 once (two lines of one response), m7; the API error is not a request.
     assert (ours_block["entries"], ours_block["tokenCounts"]["inputTokens"]) == (4, 300)
     assert ours_block["models"] == block["models"] == ["claude-sonnet-4-20250514"]
+
+
+def test_copied_history_equals_ccusage_but_for_the_folder_named(
+    corpus: Path, tmp_path: Path
+) -> None:
+    """The corpus copied into several project folders of two config dirs, with a backup
+    of older prefixes (tests/history_tree.py): each response counted once, sessions
+    equal to ccusage's. A session found in several folders is named by ccusage after
+    the folder whose path sorts first, by cachediag after the one it was read from
+    first (the oldest copy): both are folders holding it."""
+    from tests.history_tree import build_history
+
+    dirs = build_history(tmp_path, corpus / "claude-code")
+    theirs = json.loads((DATA / "ccusage_sessions_dedup_corpus.json").read_text())["sessions"]
+    args = ["session", *(str(d / "projects") for d in dirs), "-j", "-z", "UTC", "-m", "calculate"]
+    mine = json.loads(CliRunner().invoke(main, args, catch_exceptions=False).stdout)["sessions"]
+    assert len(mine) == len(theirs)
+    for m, t in zip(mine, theirs, strict=True):
+        holders = sorted(
+            str(p.relative_to(d / "projects")).split("/")[0]
+            for d in dirs
+            for p in (d / "projects").rglob(f"{t['sessionId']}*")
+        )
+        assert t["projectPath"] in holders and m["projectPath"] in holders
+        m["projectPath"] = t["projectPath"]
+        diffs: list[str] = []
+        same_shape(m, t, t["sessionId"], diffs)
+        assert diffs == []
