@@ -112,9 +112,11 @@ def tune(
         if apply or force:
             raise click.UsageError("--undo takes no --apply or --force")
         from cachediag.commands.tune_settings import undo_keys
+        from cachediag.commands.tune_view import fit
 
         for line in undo_keys(path):
-            echo_safe(line)
+            for part in fit(line):
+                echo_safe(part)
         return
     if force and not apply:
         raise click.UsageError("--force goes with --apply")
@@ -148,13 +150,16 @@ def tune(
             tune_json["applied"] = applied
         click.echo(json.dumps(tune_json, indent=2))
     else:
-        _print_table(result, inputs, force)
+        _print_table(result, inputs, force, apply)
+        from cachediag.commands.tune_view import fit
+
         for line in applied if apply else []:
-            echo_safe(line)
+            for part in fit(line):
+                echo_safe(part)
     finish_reading(run.issues, run.unreadable, run.errors, run.nothing_read)
 
 
-def _print_table(result: object, inputs: AuditInputs, force: bool) -> None:
+def _print_table(result: object, inputs: AuditInputs, force: bool, apply: bool) -> None:
     from cachediag.commands.tune import Tune
     from cachediag.commands.tune_view import tune_text
 
@@ -169,4 +174,4 @@ def _print_table(result: object, inputs: AuditInputs, force: bool) -> None:
         )
         return
     _, display = inputs.window()
-    echo_safe(tune_text(result, display, force=force))
+    echo_safe(tune_text(result, display, force=force, applying=apply))

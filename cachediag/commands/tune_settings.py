@@ -46,7 +46,7 @@ class KeyPlan:
     def in_force(self) -> tuple[str | None, str]:
         """The TTL in force for this kind, and where it comes from."""
         if self.current is not None:
-            return _text(self.current), "settings.json" + (" (cachediag tune)" if self.ours else "")
+            return _text(self.current), "set by tune --apply" if self.ours else "settings.json"
         return self.history_ttl, "not set: the account's default, as the history wrote it"
 
     def writes(self, force: bool) -> bool:
@@ -124,8 +124,11 @@ def apply_plans(path: Path, plans: list[KeyPlan], *, force: bool) -> list[str]:
 
 
 def undo_keys(path: Path) -> list[str]:
-    """Put back each key as it was before ``--apply`` (or remove it)."""
-    return [uninstall_key(path, (key,), _never_ours).line(key) for key in reversed(KEYS.values())]
+    """Put back each key as it was before ``--apply`` (or remove it); one line per key
+    put back, or one saying there was nothing to undo."""
+    done = [(key, uninstall_key(path, (key,), _never_ours)) for key in reversed(KEYS.values())]
+    lines = [undone.line(key) for key, undone in done if undone.outcome != "absent"]
+    return lines or [f"{path}: no TTL of cachediag tune's to undo; nothing changed."]
 
 
 @dataclass(slots=True, frozen=True)

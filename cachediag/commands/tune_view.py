@@ -61,7 +61,7 @@ def _when(at: float | None, zone: tzinfo) -> str:
     return datetime.fromtimestamp(at, UTC).astimezone(zone).strftime("%Y-%m-%d %H:%M")
 
 
-def tune_text(tune: Tune, zone: tzinfo, *, force: bool = False) -> str:
+def tune_text(tune: Tune, zone: tzinfo, *, force: bool = False, applying: bool = False) -> str:
     """The whole report, as lines joined."""
     w = tune.window
     until = "now" if w.until is None else _when(w.until, zone)
@@ -93,7 +93,7 @@ def tune_text(tune: Tune, zone: tzinfo, *, force: bool = False) -> str:
             "tune does not edit agent files):",
         ]
         lines += [_agent_line(tune, r) for r in agents]
-    lines += ["", _footer(tune, force)]
+    lines += ["", _footer(tune, force, applying)]
     return "\n".join(wrapped for line in lines for wrapped in fit(line))
 
 
@@ -153,7 +153,7 @@ def _agent_line(tune: Tune, row: KindRow) -> str:
     return f"{line} in the agent's {name}.md (not in {sanitize(str(tune.agents_dir))})"
 
 
-def _footer(tune: Tune, force: bool) -> str:
+def _footer(tune: Tune, force: bool, applying: bool) -> str:
     writes = [p for p in tune.plans if p.writes(force)]
     saved = money(tune.saved_usd())
     if tune.notes:
@@ -161,4 +161,6 @@ def _footer(tune: Tune, force: bool) -> str:
     if not writes:
         return f"Would have saved {saved} over the window; settings.json needs no change."
     keys = ", ".join(f"{p.key}={p.recommended}" for p in writes)
+    if applying:
+        return f"Would have saved {saved} over the window. Writing {keys}:"
     return f"Would have saved {saved} over the window. --apply writes {keys}; --undo puts it back."
