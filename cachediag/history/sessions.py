@@ -40,7 +40,7 @@ def rows_by_session(
     stats = stats if stats is not None else Stats()
     where = store.index_path(kind, root)
     groups = _load(where, codec.schema)["files"]
-    if all(_unchanged(groups.get(key), files) for key, files in sessions):
+    if all(unchanged_group(groups.get(key), files) for key, files in sessions):
         stats.unchanged += len(sessions)
         return [_decode(groups[key], codec) for key, _ in sessions]
     with store.locked(where):
@@ -49,7 +49,7 @@ def rows_by_session(
         out: list[list[Row]] = []
         for key, files in sessions:
             entry = groups.get(key)
-            if _unchanged(entry, files):
+            if unchanged_group(entry, files):
                 stats.unchanged += 1
                 out.append(_decode(entry, codec))
                 continue
@@ -59,7 +59,7 @@ def rows_by_session(
             groups[key] = {"sigs": signatures, "rows": [codec.encode(r) for r in rows]}
             out.append(_decode(groups[key], codec))
         asked = {key for key, _ in sessions}
-        for key in [k for k, e in groups.items() if k not in asked and _all_gone(e)]:
+        for key in [k for k, e in groups.items() if k not in asked and all_gone(e)]:
             del groups[key]
         store.save(where, index)
     return out
@@ -72,7 +72,7 @@ def _load(where: str, schema: str) -> store.Index:
         return {"schema": schema, "files": {}}
 
 
-def _unchanged(entry: Any, files: Sequence[str]) -> bool:
+def unchanged_group(entry: Any, files: Sequence[str]) -> bool:
     if not isinstance(entry, dict):
         return False
     sigs = entry.get("sigs")
@@ -81,7 +81,7 @@ def _unchanged(entry: Any, files: Sequence[str]) -> bool:
     return all(sigs[p] is not None and unchanged_since(sigs[p], p) for p in files)
 
 
-def _all_gone(entry: Any) -> bool:
+def all_gone(entry: Any) -> bool:
     sigs = entry.get("sigs") if isinstance(entry, dict) else None
     return not isinstance(sigs, dict) or all(file_signature(p) is None for p in sigs)
 
