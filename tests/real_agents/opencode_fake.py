@@ -22,7 +22,8 @@ ceil(bytes of the unit's canonical JSON / 4). Retention is ``retention`` seconds
 last write or read (the suite makes it short, so a real pause of a few seconds expires it).
 
 Ground truth, one record per call: wire, model, tokens, outcome (``cold`` / ``hit`` /
-``miss``; ``title`` for opencode's title call, judged against nothing) and for a miss what
+``miss``; ``title`` for opencode's title call and ``compaction`` for its summary call,
+judged against nothing) and for a miss what
 changed (``model``, ``system``, ``tools``, ``expired``, ``input``).
 """
 
@@ -47,6 +48,7 @@ MISS_READ_SHARE = 0.95
 REASONING_TOKENS = 5  # each chat-completions answer reports these (priced at output)
 TITLE_MARKER = "title generator"
 TOOL_MARKER = "USE_TOOL:"
+COMPACTION_MARKER = "context summarization agent"
 
 
 def canonical(obj: Any) -> str:
@@ -118,12 +120,21 @@ def units_of(wire: str, body: dict[str, Any]) -> list[Unit]:
     return out
 
 
-def is_title(body: dict[str, Any]) -> bool:
-    """opencode's title call: its system prompt is the title generator's."""
+def _system_text(body: dict[str, Any]) -> str:
     system = body.get("system")
     firsts = [system] if system else []
     firsts += [m for m in body.get("messages") or [] if m.get("role") == "system"]
-    return TITLE_MARKER in canonical(firsts).lower()
+    return canonical(firsts).lower()
+
+
+def is_title(body: dict[str, Any]) -> bool:
+    """opencode's title call: its system prompt is the title generator's."""
+    return TITLE_MARKER in _system_text(body)
+
+
+def is_compaction(body: dict[str, Any]) -> bool:
+    """opencode's compaction call: the summarization agent's prompt, no tools."""
+    return COMPACTION_MARKER in _system_text(body)
 
 
 @dataclass
@@ -140,6 +151,7 @@ class Truth:
     at: float
     response_id: str
     title: bool
+    compaction: bool
     prompt_tokens: int
     """Everything sent: uncached + read + written."""
     read_tokens: int
@@ -255,16 +267,18 @@ class FakeProvider:
             total = sum(u.tokens for u in units)
             title = is_title(body)
             read, written = self.lookup(wire, units, now)
-            outcome: str = "title"
+            compaction = is_compaction(body)
+            outcome: str = "title" if title else "compaction"
             changed: list[str] = []
-            if not title:
+            if not (title or compaction):
                 outcome, changed = self.judge(body, units, read, now)
                 self.last = (body, units, now)
             reasoning = REASONING_TOKENS if wire == "openai" else 0
             truth = Truth(
                 n=len(self.truth), wire=wire, model=str(body.get("model")), at=now,
                 response_id=("chatcmpl-" if wire == "openai" else "msg_") + uuid.uuid4().hex,
-                title=title, prompt_tokens=total, read_tokens=read, write_tokens=written,
+                title=title, compaction=compaction, prompt_tokens=total,
+                read_tokens=read, write_tokens=written,
                 output_tokens=tokens_of(text) + reasoning, reasoning_tokens=reasoning,
                 tools=len(body.get("tools") or []), outcome=outcome, changed=changed,
             )  # fmt: skip

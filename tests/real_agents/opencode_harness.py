@@ -33,7 +33,6 @@ ROOT = HERE.parent.parent
 OPENCODE_VERSION = "1.18.33"
 INSTALL_ROOT = Path(os.environ.get("CACHEDIAG_OPENCODE_ROOT", ROOT / ".cache" / "opencode"))
 MCP_SERVER = ROOT / "tests" / "real_client" / "mcp_server.py"
-_LIMIT = {"context": 200000, "output": 8000}
 MODELS = {
     "fakeoa": ("gpt-5.5", "gpt-5.4", "gpt-5-mini"),
     "fakean": ("claude-sonnet-4-5", "claude-opus-4-5", "claude-haiku-4-5"),
@@ -85,6 +84,8 @@ class OpencodeSession:
     name: str
     provider: str = "fakeoa"
     retention: float = 300.0
+    context_limit: int = 200000
+    """The models' context window in the config: a small one makes opencode compact."""
     keep: bool = False
     trace_connects: bool = False
     canary: str = field(default_factory=lambda: "sk-canary-" + secrets.token_hex(12))
@@ -125,13 +126,14 @@ class OpencodeSession:
 
     # -- set-up --------------------------------------------------------------------
     def write_config(self, mcp: bool = False) -> None:
+        limit = {"context": self.context_limit, "output": min(8000, self.context_limit // 9)}
         npm = {"fakeoa": "@ai-sdk/openai-compatible", "fakean": "@ai-sdk/anthropic"}
         providers = {
             pid: {
                 "npm": npm[pid],
                 "name": f"fake {pid}",
                 "options": {"baseURL": f"{self._run.url}/v1", "apiKey": "{env:FAKE_API_KEY}"},
-                "models": {m: {"name": m, "limit": _LIMIT} for m in models},
+                "models": {m: {"name": m, "limit": limit} for m in models},
             }
             for pid, models in MODELS.items()
         }

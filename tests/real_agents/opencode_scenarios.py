@@ -11,6 +11,10 @@ turns run under ``strace -e connect``.
 
 ``anthropic`` (Messages, fake retention 300 s, as Anthropic's 5 minutes): hello; a hit;
 ``-m fakean/claude-opus-4-5`` (``model_changed``); a real 305 s pause (``ttl_expired_5m``).
+
+``compact`` (chat completions, a 9,000-token context window): three long turns; from the
+second on opencode compacts first (a summary call without tools, its own stream), then
+answers on the summary, whose system prompt and tools are still read: a hit.
 """
 
 from __future__ import annotations
@@ -55,7 +59,19 @@ def anthropic(keep: bool = False) -> OpencodeSession:
     return s
 
 
-SCENARIOS: dict[str, Callable[[], OpencodeSession]] = {"changes": changes, "anthropic": anthropic}
+def compact(keep: bool = False) -> OpencodeSession:
+    s = OpencodeSession("compact", "fakeoa", retention=300.0, context_limit=9000, keep=keep)
+    with s:
+        for i in range(3):
+            s.turn(f"Turn {i}: reply briefly. " + "padding words " * 150)
+    return s
+
+
+SCENARIOS: dict[str, Callable[[], OpencodeSession]] = {
+    "changes": changes,
+    "anthropic": anthropic,
+    "compact": compact,
+}
 
 
 def run_all(names: list[str]) -> tuple[ThreadPoolExecutor, dict[str, Future[OpencodeSession]]]:

@@ -4,6 +4,7 @@ cachediag's ledger from the database opencode wrote (docs/agents.md, "opencode")
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections.abc import Iterator
 from concurrent.futures import Future
 from typing import Any
@@ -40,14 +41,16 @@ def _session(runs: dict[str, Future[OpencodeSession]], name: str) -> OpencodeSes
     return runs[name].result(timeout=900)
 
 
-def _entries(s: OpencodeSession) -> list[LedgerEntry]:
-    """The main ledger of the one session, read from XDG_DATA_HOME alone."""
+def _entries(s: OpencodeSession) -> tuple[list[LedgerEntry], list[LedgerEntry]]:
+    """Main's and the compaction stream's entries of the one session, from XDG_DATA_HOME."""
     logs = opencode.read_default({"XDG_DATA_HOME": str(s.data_home), "HOME": "/nonexistent"})
     assert [log.session_id for log in logs] == [s.session_id]
     (log,) = logs
     assert log.issues == []
     analyze = analyze_session if log.format == opencode.FORMAT else analyze_openai_session
-    return analyze(log, 0.0).main.entries
+    analysis = analyze(log, 0.0)
+    compaction = [e for a in analysis.others for e in a.entries]
+    return analysis.main.entries, compaction
 
 
 def _served(s: OpencodeSession) -> list[dict[str, Any]]:
@@ -63,13 +66,20 @@ def _tokens(t: dict[str, Any]) -> tuple[int, int, int, int]:
     return (uncached, t["read_tokens"], t["write_tokens"], t["output_tokens"])
 
 
+def _got(entries: list[LedgerEntry]) -> list[tuple[int, int, int, int]]:
+    return [(e.record.input_tokens, e.record.cache_read_tokens, e.record.cache_creation_tokens,
+             e.record.output_tokens) for e in entries]  # fmt: skip
+
+
 def _check(s: OpencodeSession) -> list[tuple[dict[str, Any], LedgerEntry]]:
-    served, entries = _served(s), _entries(s)
-    got = [(e.record.input_tokens, e.record.cache_read_tokens, e.record.cache_creation_tokens,
-            e.record.output_tokens) for e in entries]  # fmt: skip
-    assert got == [_tokens(t) for t in served]  # every request, once, in order
-    assert [e.record.model for e in entries] == [t["model"] for t in served]
-    return list(zip(served, entries, strict=True))
+    served = _served(s)
+    main, compaction = _entries(s)
+    summaries = [t for t in served if t["compaction"]]
+    served = [t for t in served if not t["compaction"]]
+    assert _got(main) == [_tokens(t) for t in served]  # every request, once, in order
+    assert _got(compaction) == [_tokens(t) for t in summaries]
+    assert [e.record.model for e in main] == [t["model"] for t in served]
+    return list(zip(served, main, strict=True))
 
 
 def _expect(t: dict[str, Any], entry: LedgerEntry) -> None:
@@ -102,6 +112,12 @@ def test_every_request_and_miss(
     if name == "changes":
         assert {"system", "model", "expired"} <= changed and len(misses) == 3
         assert {t["tools"] for t, _ in rows} == {9, 11}  # the MCP server's tools arrived
+    elif name == "compact":
+        # Each long answer overflows the window: opencode summarises, then continues on
+        # the summary; main's request after each summary call is an announced rebuild.
+        main, summaries = _entries(s)
+        assert len(summaries) >= 2 and not misses
+        assert sum(e.announced is not None for e in main) == len(summaries)
     else:
         assert {"model", "expired"} <= changed and len(misses) == 2
         assert any(t["write_tokens"] for t, _ in rows) and rows[1][0]["read_tokens"]
@@ -123,11 +139,22 @@ def test_anthropic_pause_is_a_ttl_expiry(opencode_runs: dict[str, Future[Opencod
 
 
 def test_tool_turn_is_two_calls(opencode_runs: dict[str, Future[OpencodeSession]]) -> None:
-    """A turn whose answer called a tool is one message of two model calls (two steps)."""
+    """A turn whose answer called a tool is two model calls; opencode 1.18 writes each as
+    its own assistant message of one step (finish ``tool-calls``, then ``stop``)."""
     s = _session(opencode_runs, "changes")
-    logs = opencode.read_database(s.database)
-    ids = [r.message_id for r in logs[0].streams["main"].requests]
-    assert len(ids) == len(_served(s)) == len(set(ids)) + 1
+    (log,) = opencode.read_database(s.database)
+    ids = [r.message_id for r in log.streams["main"].requests]
+    assert len(ids) == len(_served(s)) == len(set(ids))
+    conn = sqlite3.connect(f"file:{s.database}?mode=ro", uri=True)
+    try:
+        finishes = [r[0] for r in conn.execute(
+            "SELECT json_extract(data, '$.finish') FROM message"
+            " WHERE json_extract(data, '$.role') = 'assistant' ORDER BY time_created"
+        )]  # fmt: skip
+    finally:
+        conn.close()
+    assert finishes.count("tool-calls") == 1
+    assert finishes[finishes.index("tool-calls") + 1] == "stop"
 
 
 def test_offline_loopback_only_and_canary(
