@@ -13,7 +13,6 @@ from cachediag.cli.common import pricing_option
 from cachediag.cli.window import window_options
 from cachediag.commands.audit import AuditInputs
 from cachediag.commands.options import JOBS
-from cachediag.commands.tune import DEFAULT_SINCE
 from cachediag.commands.window import Bound, parse_bound
 from cachediag.console import echo_safe, finish_reading
 from cachediag.errors import CachediagError
@@ -120,7 +119,7 @@ def tune(
         return
     if force and not apply:
         raise click.UsageError("--force goes with --apply")
-    from cachediag.commands.tune import run_tune
+    from cachediag.commands.tune import DEFAULT_SINCE, run_tune
 
     inputs = AuditInputs(
         paths=paths,

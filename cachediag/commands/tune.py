@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import tzinfo
 from itertools import chain
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cachediag.analysis.session_analysis import SessionAnalysis
 from cachediag.analysis.tune_evidence import (
@@ -33,7 +33,9 @@ from cachediag.commands.tune_agents import agent_types
 from cachediag.commands.tune_settings import KEYS, KeyPlan, plan_keys
 from cachediag.commands.window import Window
 from cachediag.errors import CachediagError
-from cachediag.pipeline_audit import AuditRun
+
+if TYPE_CHECKING:
+    from cachediag.pipeline_audit import AuditRun
 
 DEFAULT_SINCE = "30d"
 _ORDER = (MAIN, SUBAGENTS, "compaction", "side_calls")
