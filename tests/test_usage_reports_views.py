@@ -203,3 +203,60 @@ def test_not_a_log_names_the_file(tmp_path: Path) -> None:
     bad.write_bytes(b"\x00\x01 not json\n")
     result = CliRunner().invoke(main, ["daily", str(bad), "-j"])
     assert result.exit_code == 1 and "x.jsonl" in result.output
+
+
+def hostile_tree(root: Path) -> Path:
+    """A transcript whose prompt and reply hold a canary, and whose model and folder
+    names hold terminal escapes and a reordering character."""
+    folder = root / "projects" / "evil\u202eproj"
+    folder.mkdir(parents=True)
+    user = {
+        "type": "user",
+        "sessionId": "s1",
+        "timestamp": "2026-03-01T10:00:00.000Z",
+        "uuid": "u0",
+        "message": {"role": "user", "content": "CANARY-PROMPT"},
+    }
+    reply = {
+        "type": "assistant",
+        "sessionId": "s1",
+        "cwd": "/tmp/\x1b]0;x\x07dir",
+        "timestamp": "2026-03-01T10:00:01.000Z",
+        "uuid": "u1",
+        "requestId": "r1",
+        "message": {
+            "id": "m1",
+            "role": "assistant",
+            "model": "claude-\x1b[31mred",
+            "content": [{"type": "text", "text": "CANARY-REPLY"}],
+            "usage": {
+                "input_tokens": 10,
+                "output_tokens": 5,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0,
+            },
+        },
+    }
+    (folder / "s1.jsonl").write_text(
+        "".join(json.dumps(x, separators=(",", ":")) + "\n" for x in (user, reply))
+    )
+    return root / "projects"
+
+
+@pytest.mark.parametrize("report", ["daily", "weekly", "monthly", "session", "blocks"])
+@pytest.mark.parametrize("flags", [[], ["-j"], ["-b", "-i"]])
+def test_no_prompt_text_or_escape_reaches_the_terminal(
+    report: str, flags: list[str], tmp_path: Path
+) -> None:
+    if report in ("session", "blocks") and "-i" in flags:
+        flags = ["-b"]
+    tree = hostile_tree(tmp_path)
+    result = CliRunner().invoke(
+        main, [report, str(tree), "-z", "UTC", "--now", LATER, *flags], catch_exceptions=False
+    )
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "CANARY" not in out
+    assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
+    if "-j" in flags:
+        json.loads(out)
