@@ -29,6 +29,7 @@ SCRIPT_FILES = (
     "report-base.js",
     "report-overview.js",
     "report-list.js",
+    "report-labels.js",
     "report-session.js",
     "report-main.js",
 )

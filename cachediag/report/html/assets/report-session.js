@@ -86,10 +86,6 @@
     if (focused) focused.scrollIntoView({ block: "center" });
   }
 
-  // Every label of a lane (the cause of a miss, a compaction announced, a model switch,
-  // how long the cache stayed cold) is a label of one scatter series with hideOverlap:
-  // ECharts then drops a label that would cover another (lower ones first), in every lane
-  // at once; markLine and markArea labels would take no part in that, so they show none.
   // The cause, and under it what to do about it (fitted to the miss: the TTL in force,
   // the kind of stream), once per distinct advice in the table.
   function causeCell(s, e, shown) {
@@ -101,6 +97,10 @@
     return td;
   }
 
+  // Every label of a lane (the cause of a miss, a compaction announced, a model switch,
+  // how long the cache stayed cold) goes into laneLabels[k]; report-labels.js places
+  // them in rows at the top of the lane where none covers another (the vendored
+  // "common" build of ECharts has no labelLayout: its hideOverlap does nothing).
   function laneSeries(lane, k, s) {
     var c = lane.columns;
     var series = [];
@@ -111,8 +111,6 @@
         data: c.at.map(function (at, i) { return [at * 1000, c[key][i], i]; })
       };
     }
-    var peak = 0;
-    c.at.forEach(function (_, i) { peak = Math.max(peak, c.read[i] + c.written[i] + c.input[i]); });
     var labels = [];
     var read = bars("read", "read", COLORS.read);
     read.markArea = {
@@ -120,7 +118,7 @@
       data: lane.windows.map(function (w) {
         // A pause wide enough to hold it says how long the cache stayed cold.
         if (w[2] === "expired" && (w[1] - w[0]) > 0.06 * (s.last_at - s.first_at)) {
-          labels.push({ at: (w[0] + w[1]) / 2, y: peak, text: "cache cold " + duration(w[1] - w[0]),
+          labels.push({ at: (w[0] + w[1]) / 2, text: "cache cold " + duration(w[1] - w[0]), rank: 1,
                         color: "#a40e26", tip: "cache expired: pause of " + duration(w[1] - w[0]) });
         }
         return [{ xAxis: w[0] * 1000, name: w[2] + " " + w[0] + " " + w[1],
@@ -132,13 +130,13 @@
     lane.announced.forEach(function (a) {
       marks.push({ xAxis: a[0] * 1000, name: "announced " + a[1],
                    lineStyle: { color: COLORS.expected, type: "dashed" } });
-      labels.push({ at: a[0], y: peak, text: a[1], color: COLORS.expected, tip: "announced " + a[1] });
+      labels.push({ at: a[0], text: a[1], color: COLORS.expected, tip: "announced " + a[1], rank: 2 });
     });
     s.switches.forEach(function (sw) {
       if (!laneHas(lane, sw.stream)) return;
       var name = "model " + (sw.before || "?") + " -> " + (sw.after || "?");
       marks.push({ xAxis: sw.at * 1000, name: name, lineStyle: { color: COLORS.model } });
-      labels.push({ at: sw.at, y: peak, text: "model: " + (sw.after || "?"), color: COLORS.model, tip: name });
+      labels.push({ at: sw.at, text: "model: " + (sw.after || "?"), color: COLORS.model, tip: name, rank: 2 });
     });
     var uncached = bars("uncached", "input", COLORS.uncached);
     uncached.markLine = {
@@ -148,28 +146,22 @@
     var events = s.events.filter(function (e) { return laneHas(lane, e.stream); });
     var pos = {};
     c.index.forEach(function (idx, i) { pos[(c.stream ? c.stream[i] : lane.id) + ":" + idx] = i; });
+    events.forEach(function (e) {
+      labels.push({ at: e.at, text: causeText(e), color: e.outcome === "miss" ? "#a40e26" : COLORS.expected,
+                    tip: (e.outcome === "miss" ? "miss: " : "") + causeText(e),
+                    rank: 3 + (e.outcome === "miss" ? 0 : 1), cost: e.miss_cost_usd || 0 });
+    });
     series.push({
-      name: "events", type: "scatter", xAxisIndex: k, yAxisIndex: k, symbol: "pin", symbolSize: 26,
-      z: 5, labelLayout: { hideOverlap: true },
+      name: "events", type: "scatter", xAxisIndex: k, yAxisIndex: k, symbol: "pin", symbolSize: 26, z: 5,
       data: events.map(function (e) {
         var i = pos[e.stream + ":" + e.index];
         var total = c.read[i] + c.written[i] + c.input[i];
         return { value: [e.at * 1000, total, s.events.indexOf(e)],
                  itemStyle: { color: e.outcome === "miss" ? COLORS.miss : COLORS.expected } };
-      }),
-      label: { show: events.length <= 60, position: "top", fontSize: 10, color: "#333",
-               formatter: function (p) { return causeText(s.events[p.value[2]]); } }
+      })
     });
-    series.push({
-      name: "marks", type: "scatter", xAxisIndex: k, yAxisIndex: k, symbolSize: 0, z: 6,
-      labelLayout: { hideOverlap: true },
-      data: labels.map(function (m) {
-        return { value: [m.at * 1000, m.y], name: m.tip,
-                 label: { color: m.color, formatter: literal(m.text) } };
-      }),
-      label: { show: true, position: "bottom", distance: 2, fontSize: 10,
-               backgroundColor: "rgba(255,255,255,0.75)" }
-    });
+    laneLabels[k] = labels;
+    series.push(labelSeries(k));
     return series;
   }
 
@@ -182,7 +174,7 @@
           "<br>" + utc(start) + " - " + utc(end) + " UTC · " + duration(end - start);
       }
       if (p.componentType === "markLine") return escIso(p.name) + "<br>" + utc(p.data.xAxis / 1000, true) + " UTC";
-      if (p.seriesName === "marks") return escIso(p.name) + "<br>" + utc(p.value[0] / 1000, true) + " UTC";
+      if (p.seriesName === "marks") return escIso(p.name) + "<br>" + utc(p.value[2], true) + " UTC";
       if (p.seriesName === "events") {
         var e = s.events[p.value[2]];
         return "<b>" + esc(e.outcome === "miss" ? "miss" : "expected rebuild") + "</b> · " + escIso(e.stream) +
@@ -259,6 +251,8 @@
     }
     var pad = Math.max(60000, (t1 - t0) * 0.01);
     laneOfSeries = [];
+    laneLabels = [];
+    laneGrids = grids;
     lanes.forEach(function (lane, k) {
       var h = k ? laneH : mainH;
       grids.push({ left: 70, right: 40, top: top, height: h });
@@ -292,5 +286,9 @@
         { type: "slider", xAxisIndex: all, filterMode: "none", bottom: 8, height: 20 }
       ]
     });
+    placeLabels();
+    // Zooming moves every label: place them again.
+    timeline.on("datazoom", placeLabels);
+    timeline.on("restore", placeLabels);
   }
 
