@@ -145,6 +145,14 @@ def test_no_label_covers_another(
         else:
             assert {"main", "subagent agent-a2898e3"} <= set(texts), texts
         assert overlaps(boxes) == [], boxes
+        # Zoomed in, the labels are placed again: still none over another.
+        opened.page.evaluate(
+            "echarts.getInstanceByDom(document.getElementById('timeline'))"
+            ".dispatchAction({type: 'dataZoom', start: 35, end: 65})"
+        )
+        opened.page.wait_for_timeout(100)
+        zoomed = opened.page.evaluate(TEXT_BOXES, "timeline")
+        assert zoomed != boxes and overlaps(zoomed) == [], zoomed
         assert opened.errors() == []
     finally:
         opened.page.close()
