@@ -372,6 +372,11 @@ def test_a_named_agent_type_gets_its_frontmatter_line(tmp_path: Path) -> None:
     assert code == 0
     assert "  reviewer: experimental: {cacheTtl: 1h} in" in out
     assert (claude / "agents" / "reviewer.md").read_text() == "---\nname: reviewer\n---\n"
+    (claude / "agents" / "reviewer.md").write_text("---\nexperimental:\n  cacheTtl: 5m\n---\nhi")
+    report = tune_json(str(project), "--settings", str(settings))
+    assert kind(report, "agent:reviewer")["agent_file_ttl"] == "5m"
+    code, out, _ = run(str(project), *WINDOW, "--settings", str(settings))
+    assert "(it says 5m now)" in out
 
 
 def test_an_agent_type_that_is_not_a_plain_name_is_left_unnamed(tmp_path: Path) -> None:

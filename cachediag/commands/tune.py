@@ -10,6 +10,7 @@ audit's what-if of those streams.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from datetime import tzinfo
 from itertools import chain
@@ -33,6 +34,7 @@ from cachediag.commands.tune_agents import agent_types
 from cachediag.commands.tune_settings import KEYS, KeyPlan, plan_keys
 from cachediag.commands.window import Window
 from cachediag.errors import CachediagError
+from cachediag.safefiles import open_regular
 
 if TYPE_CHECKING:
     from cachediag.pipeline_audit import AuditRun
@@ -134,6 +136,24 @@ def agent_file(tune: Tune, name: str) -> Path | None:
     return path if os.path.isfile(path) else None
 
 
+_CACHE_TTL = re.compile(r"^\s*(?:experimental\.)?cacheTtl\s*:\s*[\"']?(5m|1h)\b", re.M)
+_FLOW = re.compile(r"^\s*experimental\s*:\s*\{[^}]*\bcacheTtl\s*:\s*[\"']?(5m|1h)\b", re.M)
+
+
+def agent_file_ttl(path: Path) -> str | None:
+    """The ``cacheTtl`` an agent file's frontmatter already sets (5m or 1h), if any."""
+    try:
+        with open_regular(str(path)) as fp:
+            text = fp.read(64 << 10).decode("utf-8", "replace")
+    except OSError:
+        return None
+    parts = text.split("---", 2)
+    if len(parts) < 3 or parts[0].strip():
+        return None  # no frontmatter
+    found = _FLOW.search(parts[1]) or _CACHE_TTL.search(parts[1])
+    return found.group(1) if found else None
+
+
 def tune_dict(tune: Tune) -> dict[str, Any]:
     """``tune --json``: everything the table shows, and the settings plan."""
     return {
@@ -172,6 +192,7 @@ def _kind_dict(tune: Tune, row: KindRow) -> dict[str, Any]:
         found = agent_file(tune, name)
         out["frontmatter"] = frontmatter(v.ttl)
         out["agent_file"] = None if found is None else str(found)
+        out["agent_file_ttl"] = None if found is None else agent_file_ttl(found)
     return out
 
 

@@ -9,7 +9,14 @@ from datetime import UTC, datetime, tzinfo
 
 from cachediag.analysis.tune_evidence import AGENT_PREFIX
 from cachediag.analysis.whatif import Policy
-from cachediag.commands.tune import KindRow, Tune, agent_file, agent_name, frontmatter
+from cachediag.commands.tune import (
+    KindRow,
+    Tune,
+    agent_file,
+    agent_file_ttl,
+    agent_name,
+    frontmatter,
+)
 from cachediag.commands.tune_settings import KeyPlan
 from cachediag.text import sanitize
 
@@ -147,7 +154,9 @@ def _agent_line(tune: Tune, row: KindRow) -> str:
     found = agent_file(tune, name)
     line = f"  {name}: {frontmatter(row.verdict.ttl or '')}"
     if found is not None:
-        return f"{line} in {sanitize(str(found))}"
+        has = agent_file_ttl(found)
+        said = "" if has is None else f" (it says {has} now)"
+        return f"{line} in {sanitize(str(found))}{said}"
     if name in BUILT_IN:
         return f"{line} (built in: no file; subagentPromptCacheTtl sets it)"
     return f"{line} in the agent's {name}.md (not in {sanitize(str(tune.agents_dir))})"
