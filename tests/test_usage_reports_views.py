@@ -260,3 +260,29 @@ def test_no_prompt_text_or_escape_reaches_the_terminal(
     assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
     if "-j" in flags:
         json.loads(out)
+
+
+@pytest.mark.parametrize(
+    ("report", "last", "since"),
+    [("daily", 2, "20260211"), ("weekly", 2, "20260201"), ("monthly", 1, "20260201")],
+)
+def test_last_n_periods_counts_back_from_the_clock(report: str, last: int, since: str) -> None:
+    """--last N (1: today, this week, this month) is --since the first day of the
+    period N-1 before the current one."""
+    now = str(datetime(2026, 2, 12, 12, tzinfo=UTC).timestamp())
+    tree = [str(p) for p in FIXTURE_TREE]
+    by_last = run(report, *tree, "-j", "-z", "UTC", "--now", now, "--last", str(last)).stdout
+    by_since = run(report, *tree, "-j", "-z", "UTC", "--now", now, "-s", since).stdout
+    assert json.loads(by_last)[report] and by_last == by_since
+    everything = json.loads(run(report, *tree, "-j", "-z", "UTC").stdout)[report]
+    assert len(everything) > len(json.loads(by_last)[report])
+
+
+def test_recent_keeps_the_last_three_days_and_the_active_block() -> None:
+    tree = [str(p) for p in FIXTURE_TREE]
+    later = datetime(2026, 2, 14, 12, tzinfo=UTC).timestamp()
+    out = json.loads(run("blocks", *tree, "-j", "-r", "--now", str(later)).stdout)["blocks"]
+    every = json.loads(run("blocks", *tree, "-j", "--now", str(later)).stdout)["blocks"]
+    cutoff = datetime.fromtimestamp(later - 3 * 86400, UTC).isoformat()[:19]
+    assert out == [b for b in every if b["startTime"][:19] >= cutoff]
+    assert 0 < len(out) < len(every)

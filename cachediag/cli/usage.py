@@ -79,6 +79,12 @@ def _shared(func: F) -> F:
 
 
 def _instances(func: F) -> F:
+    func = click.option(
+        "--last",
+        type=click.IntRange(min=1),
+        metavar="N",
+        help="Only the most recent N periods (1: today, this week or this month).",
+    )(func)
     return click.option(
         "-i", "--instances", is_flag=True, help="Each project's rows on their own."
     )(func)

@@ -49,6 +49,7 @@ class UsageOptions:
     token_limit: str | None = None
     session_hours: float = 5.0
     mode: str = "auto"
+    last: int | None = None
     pricing_file: Path | None = None
     jobs: int | None = None
     width: int = 80

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from cachediag.commands.usage import UsageOptions
@@ -20,6 +21,7 @@ from cachediag.usage.periods import (
     KeyFn,
     day_key,
     group_rows,
+    local_date,
     month_key,
     session_key,
     week_key,
@@ -61,7 +63,7 @@ def _periods(rows: list[RequestRow], options: UsageOptions) -> str | list[Render
     key = period_key(options)
     if options.instances:
         per = {
-            name: ordered(group_rows(mine, key), options.order)
+            name: ordered(_last(group_rows(mine, key), options), options.order)
             for name, mine in sorted(_split(kept).items())
         }
         if options.json:
@@ -69,12 +71,33 @@ def _periods(rows: list[RequestRow], options: UsageOptions) -> str | list[Render
         from cachediag.usage.tables import period_tables
 
         return [t for name, lines in per.items() for t in period_tables(options, lines, name)]
-    lines = ordered(group_rows(kept, key), options.order)
+    lines = ordered(_last(group_rows(kept, key), options), options.order)
     if options.json:
         return cj.dumps(cj.period_report(options.report, lines, options.project))
     from cachediag.usage.tables import period_tables
 
     return period_tables(options, lines, None)
+
+
+def _last(buckets: dict[str, Bucket], options: UsageOptions) -> dict[str, Bucket]:
+    """``--last N``: the periods from N-1 before the current one (1: today, this week,
+    this month) in --timezone, by the clock (``--now``)."""
+    if options.last is None:
+        return buckets
+    if options.last < 1:
+        raise UsageError("--last: a number of periods, 1 or more")
+    today = local_date(options.clock(), options.display_zone())
+    n = options.last - 1
+    if options.report == "daily":
+        first = (today - timedelta(days=n)).isoformat()
+    elif options.report == "weekly":
+        start = WEEKDAYS.index(options.start_of_week)
+        week = today - timedelta(days=(today.weekday() - start) % 7)
+        first = (week - timedelta(weeks=n)).isoformat()
+    else:
+        months = today.year * 12 + today.month - 1 - n
+        first = f"{months // 12:04d}-{months % 12 + 1:02d}"
+    return {k: b for k, b in buckets.items() if k >= first}
 
 
 def _split(rows: Sequence[RequestRow]) -> dict[str, list[RequestRow]]:
