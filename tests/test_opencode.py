@@ -263,3 +263,36 @@ def test_bad_rows_counted_and_unpriced_model_flagged(tmp_path: Path) -> None:
         assert prices is not None
         want += request_cost_usd(r, prices)
     assert cost["cost_usd"] == pytest.approx(want, rel=1e-6)
+
+
+def test_event_sourced_session_messages(tmp_path: Path) -> None:
+    """1.18.33 already migrates ``session_message`` (its event-sourced runner: one
+    ``assistant`` row per call, ``model`` {id, providerID, variant}, the same ``tokens``),
+    though its default runner leaves it empty. Built here from the recorded run's rows (the
+    shape is the 1.18.33 binary's projection, not a run seen): the same calls are read."""
+    db = tmp_path / "opencode.db"
+    shutil.copy(_db("changes"), db)
+    conn = sqlite3.connect(db)
+    rows = conn.execute(
+        "SELECT id, session_id, time_created, time_updated, data FROM message"
+        " WHERE json_extract(data, '$.role') = 'assistant' ORDER BY time_created"
+    ).fetchall()
+    for seq, (mid, sid, created, updated, data) in enumerate(rows):
+        msg = json.loads(data)
+        v2 = {"agent": msg["agent"], "tokens": msg["tokens"], "finish": msg["finish"],
+              "model": {"id": msg["modelID"], "providerID": msg["providerID"]},
+              "time": msg["time"], "content": [], "cost": 0}  # fmt: skip
+        conn.execute(
+            "INSERT INTO session_message VALUES (?, ?, 'assistant', ?, ?, ?, ?)",
+            (mid, sid, seq, created, updated, json.dumps(v2)),
+        )
+    conn.execute("DELETE FROM part")
+    conn.execute("DELETE FROM message")
+    conn.commit()
+    conn.close()
+    (log,) = opencode.read_database(db)
+    got = [(r.model, r.provider, r.input_tokens, r.cache_read_tokens, r.output_tokens)
+           for r in log.streams["main"].requests]  # fmt: skip
+    want = [(r.model, r.provider, r.input_tokens, r.cache_read_tokens, r.output_tokens)
+            for r in _log("changes").streams["main"].requests]  # fmt: skip
+    assert got == want and log.format == opencode.AUTO_FORMAT

@@ -1,13 +1,15 @@
 """opencode sessions (its SQLite database, ``ingest.opencode_db``) -> the same normalised
-records as Claude Code transcripts (docs/agents.md, "opencode", says what each row holds).
+records as Claude Code transcripts (docs/agents-opencode.md says what each row holds).
 
 One model call is one ``step-finish`` part, with its own ``tokens`` {input (uncached),
 output (reasoning not included), reasoning, cache {read, write}}. opencode 1.18 writes an
 assistant message per call (a tool call's message ends ``tool-calls``, the answer after
 its result is the next one); a message that holds several steps is read step by step,
 since its own ``tokens`` are only its last step's. A message without step parts is one
-call with the message's tokens. The call's time is its ``step-start`` part (when the
-answer began), else the message's creation.
+call with the message's tokens. A session served by the event-sourced runner 1.18
+already has tables for (``session_message``, one ``assistant`` row per call with
+``model`` {id, providerID} and the same ``tokens``) is read from there. The call's time
+is its ``step-start`` part (when the answer began), else the message's creation.
 
 What the database cannot say: opencode's title call (a small model on the first turn) is
 never stored; the system prompt (it names the model), the AGENTS.md text, the tool list
@@ -128,6 +130,22 @@ def _calls_of(row: Row, msg: dict[str, Any], steps: _Steps | None) -> list[_Call
     ]
 
 
+def _v2_call(row: Row, msg: dict[str, Any]) -> _Call | None:
+    """A ``session_message`` assistant row: one call, ``model`` {id, providerID}."""
+    tokens = msg.get("tokens")
+    if not isinstance(tokens, dict):
+        return None  # a call still running, or one that failed before its usage
+    ref = msg.get("model") if isinstance(msg.get("model"), dict) else {}
+    model = ref.get("id") if isinstance(ref, dict) else None
+    provider = ref.get("providerID") if isinstance(ref, dict) else None
+    return _Call(
+        row.time_created / 1000, tokens, row.id,
+        model if isinstance(model, str) else None,
+        provider if isinstance(provider, str) else None,
+        msg.get("agent") == "compaction",
+    )  # fmt: skip
+
+
 def _record(call: _Call, ttl: Ttl) -> RequestRecord:
     tokens = call.tokens
     cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
@@ -191,6 +209,17 @@ def logs_from_snapshot(snap: Snapshot, source: str) -> list[SessionLog]:
         if msg.get("error") is not None:
             errors[row.session_id] = errors.get(row.session_id, 0) + 1
         calls.setdefault(row.session_id, []).extend(_calls_of(row, msg, steps.get(row.id)))
+    v2: dict[str, list[_Call]] = {}
+    for row in snap.v2_assistants:
+        msg = _loads(row, "session_message", source, issues)
+        call = None if msg is None else _v2_call(row, msg)
+        if call is not None:
+            v2.setdefault(row.session_id, []).append(call)
+    for sid, found in v2.items():
+        # The same calls are never in both; a session the v2 runner served has no
+        # assistant rows in ``message``.
+        if not calls.get(sid):
+            calls[sid] = found
     logs = [
         _session_log(source, s, calls.get(s.id, []), errors.get(s.id, 0)) for s in snap.sessions
     ]

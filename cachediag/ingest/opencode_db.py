@@ -19,7 +19,7 @@ import os
 import sqlite3
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
@@ -65,6 +65,9 @@ class Snapshot:
     sessions: list[SessionRow]
     messages: list[Row]
     parts: list[Row]
+    v2_assistants: list[Row] = field(default_factory=list)
+    """``session_message`` rows of type ``assistant``: the event-sourced session state
+    1.18 already migrates (one row per model call), empty unless that runner is on."""
 
 
 def data_home(environ: Mapping[str, str] | None = None) -> Path:
@@ -136,7 +139,16 @@ def _read(conn: sqlite3.Connection, path: Path) -> Snapshot:
         Row(str(r[0]), str(r[2]), int(r[3] or 0), str(r[4]), message_id=str(r[1]))
         for r in conn.execute(_STEP_PARTS)
     ]
-    return Snapshot(sessions, messages, parts)
+    v2 = []
+    if "session_message" in tables:
+        v2 = [
+            Row(str(r[0]), str(r[1]), int(r[2] or 0), str(r[3]))
+            for r in conn.execute(
+                "SELECT id, session_id, time_created, data FROM session_message"
+                " WHERE type = 'assistant' ORDER BY session_id, seq"
+            )
+        ]
+    return Snapshot(sessions, messages, parts, v2)
 
 
 def read_snapshot(path: Path) -> Snapshot:
