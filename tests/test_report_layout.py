@@ -153,6 +153,14 @@ def test_no_label_covers_another(
         opened.page.wait_for_timeout(100)
         zoomed = opened.page.evaluate(TEXT_BOXES, "timeline")
         assert zoomed != boxes and overlaps(zoomed) == [], zoomed
+        # The toolbox's restore puts the first view back, labels placed again.
+        opened.page.evaluate(
+            "echarts.getInstanceByDom(document.getElementById('timeline'))"
+            ".dispatchAction({type: 'restore'})"
+        )
+        opened.page.wait_for_timeout(100)
+        restored = opened.page.evaluate(TEXT_BOXES, "timeline")
+        assert sorted(b[0] for b in restored) == sorted(texts), restored
         assert opened.errors() == []
     finally:
         opened.page.close()
@@ -291,6 +299,13 @@ def test_hostile_project_names_in_the_list_are_text(
         projects = _column(page, "project")
         assert projects == ["/home/<script>window.__pwned=1</script>?evil"] * 2, projects
         assert "\u202e" not in page.locator("#session-list").inner_text()
+        # The spend-by-project tooltip is markup: the name reaches it escaped.
+        page.evaluate(
+            "echarts.getInstanceByDom(document.getElementById('chart-project'))"
+            ".dispatchAction({type: 'showTip', seriesIndex: 0, dataIndex: 0})"
+        )
+        tip = page.locator("#chart-project div").filter(has_text="re-cache cost")
+        assert "<script>window.__pwned=1</script>?evil" in tip.first.inner_text()
         assert page.evaluate("window.__pwned") is None
         assert page.locator("script").count() == 3
         assert opened.errors() == [] and opened.requests == [opened.url]
