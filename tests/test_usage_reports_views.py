@@ -286,3 +286,19 @@ def test_recent_keeps_the_last_three_days_and_the_active_block() -> None:
     cutoff = datetime.fromtimestamp(later - 3 * 86400, UTC).isoformat()[:19]
     assert out == [b for b in every if b["startTime"][:19] >= cutoff]
     assert 0 < len(out) < len(every)
+
+
+def test_ccusage_display_flags_are_accepted() -> None:
+    """--compact keeps a wide terminal's table within 80 columns; --single-thread and
+    --no-color change nothing else."""
+    tree = [str(p) for p in FIXTURE_TREE]
+    wide = CliRunner().invoke(main, ["daily", *tree, "-z", "UTC"], env={"COLUMNS": "160"})
+    compact = CliRunner().invoke(
+        main,
+        ["daily", *tree, "-z", "UTC", "--compact", "--single-thread", "--no-color"],
+        env={"COLUMNS": "160"},
+    )
+    assert wide.exit_code == compact.exit_code == 0
+    assert max(map(len, wide.stdout.splitlines())) > 80
+    assert max(map(len, compact.stdout.splitlines())) <= 80
+    assert "\x1b" not in compact.stdout

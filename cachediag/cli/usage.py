@@ -72,6 +72,15 @@ def _shared(func: F) -> F:
             default=None,
             help="Processes, this one included (default: by the input's size).",
         ),
+        click.option("--single-thread", is_flag=True, help="One process (--jobs 1)."),
+        click.option(
+            "--compact", is_flag=True, help="Tables of at most 80 columns, whatever the terminal."
+        ),
+        click.option(
+            "--color/--no-color",
+            default=None,
+            help="Colour in tables (default: when stdout is a terminal; NO_COLOR=1 turns it off).",
+        ),
     ]
     for decorate in reversed(decorators):
         func = decorate(func)
@@ -92,13 +101,20 @@ def _instances(func: F) -> F:
 
 def _run(report: str, **kw: Any) -> None:
     kw.pop("offline", None)
+    if kw.pop("single_thread"):
+        kw["jobs"] = 1
+    compact, color = kw.pop("compact"), kw.pop("color")
     paths = tuple(kw.pop("paths"))
     options = UsageOptions(report=report, paths=paths, json=kw.pop("as_json"), **kw)
     from cachediag.console import SafeConsole
 
-    console = SafeConsole(highlight=False)
+    console = SafeConsole(
+        highlight=False,
+        no_color=None if color is None else not color,
+        force_terminal=True if color else None,
+    )
     if not options.json:
-        options = _with_width(options, console.width)
+        options = _with_width(options, min(console.width, 80) if compact else console.width)
     out = usage_report(options)
     if isinstance(out, str):
         click.echo(out)
