@@ -62,6 +62,7 @@ def report(inputs: AuditInputs, output: str | None, timelines: int, title: str) 
     from cachediag.report.clock import zone_label
     from cachediag.report.html.data import SessionPage, page_data
     from cachediag.report.html.page import render_page
+    from cachediag.text import sanitize
 
     window, display = inputs.window()
     keep = SessionPage(inputs.pricing_file, window.since, window.until)
@@ -86,8 +87,9 @@ def report(inputs: AuditInputs, output: str | None, timelines: int, title: str) 
     else:
         where = write_page(output or DEFAULT_OUTPUT, text)
         size = len(text.encode("utf-8"))
-        # Named as given with -o; the default file by its full path, so it can be found.
-        shown = output or where
+        # Named as given with -o; the default file by its full path, so it can be found
+        # (the current folder's name is not ours: sanitised for the terminal).
+        shown = output or sanitize(where)
         click.echo(f"Wrote {shown}: {len(pages)} session(s), {size / 1e6:.2f} MB", err=True)
     report_run_errors(run)
 
