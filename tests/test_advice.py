@@ -102,3 +102,16 @@ def test_resume_is_named_when_seen() -> None:
     seen = advice_for("system_prompt_changed", AdviceContext(version="2.1.332", resumed=True))
     assert seen.action.count("This session was resumed") == 1
     assert seen.knobs == ("--system-prompt-snapshot",)
+
+
+def test_policy_how_names_the_ttl_settings() -> None:
+    from cachediag.analysis.advice import policy_how
+
+    for policy, ttl in (("1h", "1h"), ("evidence", "1h"), ("5m", "5m")):
+        how = policy_how(policy)
+        assert how is not None
+        assert f'`promptCacheTtl: "{ttl}"`' in how and "subagentPromptCacheTtl" in how
+        assert "(Claude Code 2.1.243+)" in how
+        older = policy_how(policy, "2.1.100")
+        assert older is not None and "promptCacheTtl" not in older
+    assert policy_how("as_happened") is None and policy_how("keep_alive") is None

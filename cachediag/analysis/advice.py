@@ -177,3 +177,34 @@ def _snapshot_action(entry: Entry, ctx: AdviceContext) -> tuple[str, tuple[str, 
 def table_rows() -> list[Advice]:
     """Every cause's advice with nothing known of the session: the table docs show."""
     return [advice_for(str(c)) for c in Cause]
+
+
+def policy_how(policy: str, version: str | None = None) -> str | None:
+    """How to put the audit's best TTL policy (``whatif.Policy`` values) into effect in
+    Claude Code; ``None`` when nothing needs doing (what happened was best) or nothing can
+    (a keep-alive: ``KEEP_ALIVE_HOW``)."""
+    main, sub = KNOBS["promptCacheTtl"], KNOBS["subagentPromptCacheTtl"]
+    if not has_knob(version, main):
+        if policy in ("5m", "1h", "evidence"):
+            return f"Claude Code {version} has no TTL setting; a newer release has one."
+        return None
+    since = _since(main, AdviceContext(version=version))
+    ttl = f'`{main.name}: "1h"` and `{sub.name}: "1h"` in settings.json{since}'
+    if policy == "1h":
+        return f"Set {ttl}."
+    if policy == "5m":
+        five = f'`{main.name}: "5m"` and `{sub.name}: "5m"` in settings.json{since}'
+        return f"Set {five}: a subscription's default is 1 hour, an API key's 5 minutes."
+    if policy == "evidence":
+        return (
+            f"Set {ttl} for the kinds of request whose pauses an hour covers "
+            "(`cachediag tune` picks them)."
+        )
+    return None
+
+
+KEEP_ALIVE_HOW = (
+    "Claude Code sends no keep-alive requests and has no setting for them: another "
+    "client would have to re-send the prompt every 4.5 minutes of a pause."
+)
+"""What the audit says when a keep-alive would have been cheapest."""

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 
-from cachediag.analysis.advice import AdviceContext
-from cachediag.analysis.ledger import LedgerEntry
+from cachediag.analysis.advice import Advice, AdviceContext, advice_for
+from cachediag.analysis.ledger import LedgerEntry, Outcome
 from cachediag.analysis.session_analysis import SessionAnalysis, StreamAnalysis
 
 _VERSION = re.compile(rb'"version":"(\d+\.\d+\.\d+)[^"]{0,20}"')
@@ -60,3 +60,39 @@ def context_for(stream: StreamAnalysis, entry: LedgerEntry, version: str | None)
         stream_kind=str(stream.log.kind),
         defer_loading=fp.defer_loading if fp is not None else None,
     )
+
+
+def advice_for_entry(
+    stream: StreamAnalysis, entry: LedgerEntry, version: str | None
+) -> list[Advice]:
+    """The advice for each cause of one miss, in the diagnosis's order (none for a hit
+    or an announced rebuild)."""
+    d = entry.diagnosis
+    if d is None:
+        return []
+    ctx = context_for(stream, entry, version)
+    return [advice_for(str(c), ctx) for c in dict.fromkeys(d.causes)]
+
+
+_OTHER_CLIENTS = frozenset({"codex-rollout", "gemini-cli", "opencode"})
+"""Formats of other agents: Claude Code's settings and habits are not theirs."""
+
+
+def advises(analysis: SessionAnalysis) -> bool:
+    """Whether the advice (written for Claude Code and the Anthropic API) fits the log."""
+    return analysis.log.format not in _OTHER_CLIENTS
+
+
+def stream_advice(stream: StreamAnalysis, version: str | None) -> list[tuple[Advice, int]]:
+    """Each cause of the stream's misses with how many misses it named, commonest first;
+    the advice fitted to the last miss it named (the most recent state of the session)."""
+    last: dict[str, LedgerEntry] = {}
+    counts: dict[str, int] = {}
+    for entry in stream.entries:
+        if entry.outcome is not Outcome.MISS or entry.diagnosis is None:
+            continue
+        for cause in dict.fromkeys(entry.diagnosis.causes):
+            counts[cause] = counts.get(cause, 0) + 1
+            last[cause] = entry
+    ranked = sorted(counts, key=lambda c: (-counts[c], c))
+    return [(advice_for(c, context_for(stream, last[c], version)), counts[c]) for c in ranked]

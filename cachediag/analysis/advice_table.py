@@ -214,7 +214,7 @@ TABLE: dict[Cause, Entry] = {
             "An earlier message changed: a rewind (/rewind, Esc Esc) or an edited past "
             "prompt, old tool results cleared by Claude Code, or a resumed session "
             "sending its history again in another form.",
-            "Send a follow-up instead of editing or rewinding to an early message; "
+            "Prefer a follow-up to editing or rewinding to an early message: "
             "everything after the changed message is written again.",
             CHECKPOINT_URL,
         ),

@@ -179,8 +179,11 @@ def explain(
     pos = found
     record = stream.entries[pos].record
     ex = explain_request(stream.log.id, stream.entries, pos, _prices_for(record.model, record.at))
+    from cachediag.analysis.advice_context import advice_for_entry, session_version
+
+    advice = advice_for_entry(stream, stream.entries[pos], session_version(session))
     if as_json or jq_filter is not None:
-        emit_json([explanation_dict(ex, session.log.source)], jq_filter)
+        emit_json([explanation_dict(ex, session.log.source, advice)], jq_filter)
         return
     from rich.console import Console
 
@@ -193,6 +196,10 @@ def explain(
         sep = " · " if " · " in line else "; "
         for part in wrap_parts(line.lstrip().split(sep), width, indent=indent, sep=sep):
             echo(part)
+    from cachediag.report.advice_view import advice_lines
+
+    for line in advice_lines(advice, width):
+        echo(line)
 
 
 def last_at(a: SessionAnalysis) -> float:

@@ -3,10 +3,12 @@ without ``--json`` or ``--csv``. Reads the ``AuditReport`` of ``report.audit``."
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, tzinfo
 
 from rich.console import Group, RenderableType
 
+from cachediag.analysis.advice import KNOBS, Advice
 from cachediag.analysis.whatif import Policy
 from cachediag.report.audit_report import POLICY_LABELS, AuditReport, GroupRow
 from cachediag.report.clock import format_minute, zone_label
@@ -168,6 +170,67 @@ def _whatif_table(report: AuditReport, width: int) -> RenderableType:
     return fitted_table(columns, width, title="TTL what-if")
 
 
+def _recommendation(report: AuditReport) -> list[str]:
+    """The what-if's choice, then how to make it in Claude Code (a keep-alive is not a
+    Claude Code feature: the line says so and names the setting that acts instead)."""
+    from cachediag.analysis.advice import KEEP_ALIVE_HOW, policy_how
+    from cachediag.analysis.whatif import ADVICE
+
+    text, best = report.whatif.recommendation, report.whatif.best
+    if best != Policy.KEEP_ALIVE.value:
+        how = policy_how(best)
+        return [f"Recommendation: {text}", *([f"How: {how}"] if how else [])]
+    text = text.replace(ADVICE[Policy.KEEP_ALIVE], "keep the cache alive through pauses")
+    # Of what Claude Code itself can do, the cheapest policy in this history.
+    doable = [p for p in report.whatif.policies if p.policy != Policy.KEEP_ALIVE.value]
+    fallback = min(doable, key=lambda p: p.cost_usd).policy
+    label = POLICY_LABELS.get(fallback, fallback)
+    then = policy_how(fallback) or "keep what you have."
+    return [f"Recommendation: {text}", f"How: {KEEP_ALIVE_HOW} Of the rest, {label}: {then}"]
+
+
+def _top_causes(report: AuditReport, limit: int = 3) -> list[str]:
+    """The causes that cost most: the cause groups (``--by cause``), else the most
+    expensive misses' causes weighted by their cost."""
+    if report.by == "cause":
+        rows = sorted(report.groups, key=lambda r: -r.miss_cost_usd)
+        names = [c for r in rows if r.misses for c in r.key.split("+")]
+    else:
+        cost: dict[str, float] = {}
+        for m in report.top_misses:
+            for c in m.causes:
+                cost[c] = cost.get(c, 0.0) + (m.cost_usd or 0.0)
+        names = sorted(cost, key=lambda c: (-cost[c], c))
+    return list(dict.fromkeys(names))[:limit]
+
+
+def _in_audit(a: Advice) -> Advice:
+    """A pause's advice defers to the what-if above, which weighed the 1-hour TTL on
+    this very history (the table's advice is for one session, without that evidence)."""
+    if not a.cause.startswith("ttl_expired") or not a.knobs:
+        return a
+    return replace(
+        a,
+        action=f"The TTL what-if above says whether a 1-hour TTL (`{a.knobs[0]}`, "
+        f"Claude Code {KNOBS[a.knobs[0]].since}+) would have paid on this history.",
+    )
+
+
+def _cause_advice(report: AuditReport, width: int) -> list[RenderableType]:
+    from rich.text import Text
+
+    from cachediag.analysis.advice import advice_for
+    from cachediag.report.advice_view import stream_advice_lines
+
+    causes = _top_causes(report)
+    if not causes:
+        return []
+    # The audit spans sessions of any Claude Code version: each setting says from which.
+    ranked = [(_in_audit(advice_for(c)), 0) for c in causes]
+    lines = stream_advice_lines(ranked, width, indent="", counts=False)
+    return [Text("\n".join(lines))]
+
+
 def audit_tables(
     report: AuditReport, *, zone: tzinfo = UTC, tokens: bool = False, width: int = 80
 ) -> RenderableType:
@@ -195,8 +258,9 @@ def audit_tables(
         parts.append(misses)
     parts += [
         _whatif_table(report, width),
-        text_lines([f"Recommendation: {report.whatif.recommendation}"], width),
+        *(text_lines([line], width) for line in _recommendation(report)),
     ]
+    parts += _cause_advice(report, width)
     if report.unpriced_models:
         parts.append(
             text_lines(

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from datetime import UTC, tzinfo
 from typing import Any
 
+from cachediag.analysis.advice import Advice
 from cachediag.analysis.compare import Explanation
 from cachediag.analysis.ledger import LedgerEntry, Outcome
 from cachediag.report.clock import local_time
@@ -13,7 +14,9 @@ from cachediag.report.serialize import SCHEMA_VERSION, request_dict
 from cachediag.report.tables import format_duration
 
 
-def explanation_dict(ex: Explanation, source: str) -> dict[str, Any]:
+def explanation_dict(
+    ex: Explanation, source: str, advice: Sequence[Advice] = ()
+) -> dict[str, Any]:
     entry = ex.entry
     d = ex.changed
     changes: dict[str, Any] = {}
@@ -68,6 +71,19 @@ def explanation_dict(ex: Explanation, source: str) -> dict[str, Any]:
             "miss_usd": _rounded(ex.costs.miss_usd),
             "prices_source": ex.costs.prices_source,
         },
+        "advice": [advice_dict(a) for a in advice],
+    }
+
+
+def advice_dict(a: Advice) -> dict[str, Any]:
+    """One cause's advice (``analysis.advice``), as explain's JSON carries it."""
+    return {
+        "cause": a.cause,
+        "produced_by": a.produced_by,
+        "action": a.action,
+        "actionable": a.actionable,
+        "settings": list(a.knobs),
+        "docs": a.doc,
     }
 
 

@@ -220,6 +220,7 @@ def session_report(
     if price_of is not None:
         parts.append(text_lines(cost_line(a, price_of, pricing_source).split(" · "), width))
     parts += misses_table(a.main, price_of, zone=zone, width=width)
+    parts += _advice(a, width)
     for s in a.others:
         label = f"{s.log.kind.value} {s.log.id}"
         parts.append(text_lines(summary_parts(label, s.prompt_cache), width, indent="  "))
@@ -241,6 +242,17 @@ def session_report(
     if notes:
         parts.append(text_lines(notes, width, indent="  ", style="dim"))
     return parts
+
+
+def _advice(a: SessionAnalysis, width: int) -> list[RenderableType]:
+    """What to do about the main conversation's misses (analysis.advice)."""
+    from cachediag.analysis.advice_context import advises, session_version, stream_advice
+    from cachediag.report.advice_view import stream_advice_lines
+
+    if not advises(a) or not a.main.ledger.misses:
+        return []
+    lines = stream_advice_lines(stream_advice(a.main, session_version(a)), width)
+    return [Text("\n".join(lines))] if lines else []
 
 
 def print_session(

@@ -90,6 +90,25 @@ def cause_label(entry: LedgerEntry) -> str:
     return label + (f" ({'; '.join(extras)})" if extras else "")
 
 
+def _hint(seen: RequestSeen) -> str:
+    """``-> ...``: what to do about a miss's first cause, in a few words (analysis.advice)."""
+    d = seen.entry.diagnosis
+    if seen.entry.outcome is not Outcome.MISS or d is None or not d.causes:
+        return ""
+    from cachediag.analysis.advice import AdviceContext, advice_for
+    from cachediag.analysis.advice_context import read_client_version
+    from cachediag.report.advice_view import advice_hint
+
+    entry, fp = seen.entry, seen.entry.record.fingerprint
+    ctx = AdviceContext(
+        version=read_client_version(seen.session.transcript),
+        ttl_in_force=entry.ttl,
+        stream_kind=str(seen.kind),
+        defer_loading=None if fp is None else fp.defer_loading,
+    )
+    return "-> " + advice_hint(advice_for(str(d.causes[0]), ctx))
+
+
 def request_line(seen: RequestSeen, zone: tzinfo = UTC, width: int | None = None) -> Text:
     entry, record = seen.entry, seen.entry.record
     label, style = _LABELS[entry.outcome]
@@ -106,7 +125,14 @@ def request_line(seen: RequestSeen, zone: tzinfo = UTC, width: int | None = None
         parts = [f"{format_tokens(record.cache_read_tokens)} read"]
         if record.cache_creation_tokens:
             parts.append(f"{format_tokens(record.cache_creation_tokens)} written")
-    return Text(_fit(head, parts, width), style=style)
+    text = _fit(head, parts, width)
+    hint = _hint(seen)
+    if hint:
+        # On a line of its own under the miss, so the miss line keeps its shape.
+        indent = " " * 9  # under the clock, where the details have room
+        room = None if width is None else max(20, width - len(indent))
+        text += "\n" + indent + (hint if room is None else sanitize(hint, room))
+    return Text(text, style=style)
 
 
 def event_line(event: WatchEvent, zone: tzinfo = UTC, width: int | None = None) -> Text:
