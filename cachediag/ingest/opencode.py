@@ -55,7 +55,10 @@ AUTO_FORMAT = "opencode-auto"
 COMPACTION_STREAM = "compaction"
 _EXPLICIT_PROVIDERS = frozenset({"anthropic", "google-vertex-anthropic"})
 
-__all__ = ["AUTO_FORMAT", "FORMAT", "OpencodeDbError", "default_databases", "read_database"]
+__all__ = [
+    "AUTO_FORMAT", "FORMAT", "OpencodeDbError", "default_databases", "read_database",
+    "read_database_logs",
+]  # fmt: skip
 
 
 def _count(obj: Any, key: str) -> int:
@@ -231,6 +234,22 @@ def logs_from_snapshot(snap: Snapshot, source: str) -> list[SessionLog]:
 def read_database(path: Path) -> list[SessionLog]:
     """Every session of one opencode database; ``OpencodeDbError`` if it is not one."""
     return logs_from_snapshot(read_snapshot(path), str(path))
+
+
+def read_database_logs(path: Path) -> list[SessionLog]:
+    """``read_database``, with a file that is not one (or cannot be read) as one log
+    holding the reason at line 0, as the other agents' readers report a non-log."""
+    try:
+        return read_database(path)
+    except OpencodeDbError as exc:
+        log = SessionLog(session_id=path.stem, source=str(path), format=FORMAT)
+        issue = LineIssue(str(path), 0, exc.reason)
+        if exc.unreadable:
+            log.unreadable.append(issue)
+        else:
+            log.issues.append(issue)
+            log.main_unreadable = True
+        return [log]
 
 
 def read_default(environ: dict[str, str] | None = None) -> list[SessionLog]:

@@ -40,6 +40,13 @@ _STEP_PARTS = (
 class OpencodeDbError(Exception):
     """The file cannot be read as an opencode database (the message names it)."""
 
+    def __init__(self, path: Path, reason: str, *, unreadable: bool = False) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.reason = reason
+        self.unreadable = unreadable
+        """True when the file may be a database that could not be read (gone, no
+        permission, busy); False when it is not an opencode database."""
+
 
 @dataclass(frozen=True, slots=True)
 class Row:
@@ -96,14 +103,16 @@ def _connect(path: Path) -> sqlite3.Connection:
     try:
         info = path.stat()
     except OSError as exc:
-        raise OpencodeDbError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        raise OpencodeDbError(
+            path, f"cannot read: {exc.strerror or exc}", unreadable=True
+        ) from None
     if not stat.S_ISREG(info.st_mode):
-        raise OpencodeDbError(f"{path}: not an opencode database (not a regular file)")
+        raise OpencodeDbError(path, "not an opencode database (not a regular file)")
     uri = "file:" + quote(str(path.resolve())) + "?mode=ro"
     try:
         return sqlite3.connect(uri, uri=True, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
     except sqlite3.Error as exc:
-        raise OpencodeDbError(f"{path}: cannot open: {exc}") from None
+        raise OpencodeDbError(path, f"cannot open: {exc}", unreadable=True) from None
 
 
 def _tables(conn: sqlite3.Connection) -> set[str]:
@@ -118,7 +127,7 @@ def _read(conn: sqlite3.Connection, path: Path) -> Snapshot:
     tables = _tables(conn)
     missing = [t for t in _NEEDED if t not in tables]
     if missing:
-        raise OpencodeDbError(f"{path}: not an opencode database (no {', '.join(missing)} table)")
+        raise OpencodeDbError(path, f"not an opencode database (no {', '.join(missing)} table)")
     cols = _columns(conn, "session")
     parent = "parent_id" if "parent_id" in cols else "NULL"
     optional = {c: c if c in cols else "NULL" for c in ("directory", "title", "version")}
@@ -164,10 +173,12 @@ def read_snapshot(path: Path) -> Snapshot:
         text = str(exc)
         if "locked" in text or "busy" in text:
             raise OpencodeDbError(
-                f"{path}: the database is busy (opencode is writing to it); try again"
+                path,
+                "the database is busy (opencode is writing to it); try again",
+                unreadable=True,
             ) from None
-        raise OpencodeDbError(f"{path}: cannot read: {text}") from None
+        raise OpencodeDbError(path, f"cannot read: {text}", unreadable=True) from None
     except sqlite3.DatabaseError as exc:
-        raise OpencodeDbError(f"{path}: not an opencode database ({exc})") from None
+        raise OpencodeDbError(path, f"not an opencode database ({exc})") from None
     finally:
         conn.close()
