@@ -16,6 +16,7 @@ from pathlib import Path
 from cachediag.model import SessionLog
 
 Reader = Callable[[Path], SessionLog]
+ManyReader = Callable[[Path], list[SessionLog]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +31,9 @@ class Agent:
     reader: Reader | None
     """``None``: read by the Claude Code pipeline (``ingest.reader``)."""
     format: str
+    many: ManyReader | None = None
+    """For a file that holds many sessions (opencode's database): every session in it;
+    ``reader`` is then ``None``. ``read_logs`` reads a file with whichever is set."""
 
     def home(self, environ: dict[str, str] | None = None) -> Path:
         env = os.environ if environ is None else environ
@@ -53,6 +57,12 @@ def _gemini(path: Path) -> SessionLog:
     return read_chat(path)
 
 
+def _opencode(path: Path) -> list[SessionLog]:
+    from cachediag.ingest.opencode import read_database_logs  # every session in the db
+
+    return read_database_logs(path)
+
+
 AGENTS: dict[str, Agent] = {
     a.name: a
     for a in (
@@ -74,9 +84,18 @@ AGENTS: dict[str, Agent] = {
             _gemini,
             "gemini-cli",
         ),
+        # XDG_DATA_HOME replaces ~/.local/share; one database holds every session.
+        Agent(
+            "opencode",
+            ".local/share",
+            "XDG_DATA_HOME",
+            "opencode/opencode*.db",  # ingest.opencode_db.DB_GLOB
+            None,
+            "opencode",
+            many=_opencode,
+        ),
     )
 }
-"""Gemini CLI and opencode join here with their readers."""
 
 
 def agent_names() -> list[str]:
@@ -94,7 +113,14 @@ def session_files(name: str, environ: dict[str, str] | None = None) -> list[Path
 
 def read_agent_sessions(name: str, environ: dict[str, str] | None = None) -> list[SessionLog]:
     """Every session of an agent with its own reader (not Claude Code: see ``reader``)."""
-    reader = AGENTS[name].reader
-    if reader is None:
+    return [log for path in session_files(name, environ) for log in read_logs(name, path)]
+
+
+def read_logs(name: str, path: Path) -> list[SessionLog]:
+    """The sessions of one of the agent's files (one, or every session of a database)."""
+    agent = AGENTS[name]
+    if agent.many is not None:
+        return agent.many(path)
+    if agent.reader is None:
         raise ValueError(f"{name} sessions are read by the Claude Code pipeline")
-    return [reader(path) for path in session_files(name, environ)]
+    return [agent.reader(path)]
