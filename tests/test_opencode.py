@@ -296,3 +296,23 @@ def test_event_sourced_session_messages(tmp_path: Path) -> None:
     want = [(r.model, r.provider, r.input_tokens, r.cache_read_tokens, r.output_tokens)
             for r in _log("changes").streams["main"].requests]  # fmt: skip
     assert got == want and log.format == opencode.AUTO_FORMAT
+
+
+def test_agents_table_row_and_non_database(tmp_path: Path) -> None:
+    from cachediag.ingest.agents import AGENTS, read_agent_sessions, read_logs, session_files
+
+    env = {"XDG_DATA_HOME": str(_home("changes"))}
+    assert session_files("opencode", env) == [_db("changes")]
+    assert AGENTS["opencode"].home({"HOME": "/nowhere"}) == Path("/nowhere/.local/share")
+    assert [log.session_id for log in read_agent_sessions("opencode", env)] == [
+        _log("changes").session_id
+    ]
+    readme = tmp_path / "README.md"
+    readme.write_text("# not a database\n" * 20)
+    (log,) = read_logs("opencode", readme)
+    assert log.main_unreadable and not log.unreadable
+    assert [(i.line, i.reason) for i in log.issues] == [
+        (0, "not an opencode database (file is not a database)")
+    ]
+    (gone,) = read_logs("opencode", tmp_path / "gone.db")
+    assert [i.reason for i in gone.unreadable] == ["cannot read: No such file or directory"]
