@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""Time ``cachediag daily --json`` with its history index against ``ccusage claude daily
+--json`` on the same ~100 MiB history (issue 27).
+
+The history is ``bench_analyze``'s synthetic tree (the corpus's sessions copied under
+fresh ids). cachediag is this checkout pip-installed in a venv of its own and run through
+its console script (``bench_analyze.install_in_venv``); ccusage 20.0.24 is installed with
+npm into a temporary prefix (``bench_analyze.find_ccusage``). Whole processes, spawn to
+exit, warm page cache, runs interleaved (the order alternates), medians and the median
+of paired ratios:
+
+- first: cachediag with an empty cache folder (the index built), for reference;
+- unchanged: the history as the previous run left it (answered from the index);
+- appended: one response appended to a transcript before each run (of each tool);
+- no index: ``cachediag daily --json --no-index``, everything read as ccusage does.
+
+Targets: unchanged at most 0.2x ccusage, appended at most 0.3x. Each run's output is
+checked: with and without the index cachediag prints the same bytes (exit 1 if not).
+
+Until ``commands.usage.rows_for`` calls ``history.report_rows.indexed_rows_for`` (and
+``daily`` has ``--no-index``), the indexed runs are the installed package's Python
+running ``cachediag daily --json`` with that call swapped in (``WIRED``), and the runs
+without the index are the installed command itself; the script says which it timed.
+
+    python scripts/bench_index.py [--size-mb 100] [--runs 7] [--install venv|none] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_analyze import (
+    CCUSAGE_VERSION,
+    MIB,
+    add_install_option,
+    build_tree,
+    find_ccusage,
+    installed,
+    read_units,
+    shared_corpus,
+)
+from bench_statusline import append_response, last_response
+
+BUNDLED_CORPUS = Path(__file__).resolve().parent.parent / "fixtures" / "real"
+WIRED = """import sys
+import cachediag.commands.usage as usage
+from cachediag.history.report_rows import indexed_rows_for
+usage.rows_for = indexed_rows_for
+from cachediag.entry import main
+sys.argv = ["cachediag", *sys.argv[1:]]
+main()
+"""
+"""``cachediag`` with the index swapped in at the seam, for a checkout not wired yet."""
+TARGETS = {"unchanged": 0.2, "appended": 0.3}
+
+
+@dataclass(slots=True)
+class Tool:
+    name: str
+    argv: list[str]
+    env: dict[str, str]
+    wall: dict[str, list[float]] = field(default_factory=dict)
+    last: bytes = b""
+
+
+def run(tool: Tool, scenario: str | None, cwd: Path) -> None:
+    start = time.perf_counter()
+    done = subprocess.run(tool.argv, env=tool.env, capture_output=True, cwd=cwd)
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        sys.exit(f"{tool.name} exited {done.returncode}: {done.stderr.decode()[-2000:]}")
+    tool.last = done.stdout
+    if scenario is not None:
+        tool.wall.setdefault(scenario, []).append(elapsed)
+
+
+def largest_transcript(tree: Path) -> Path:
+    mains = [p for p in (tree / "projects").rglob("*.jsonl") if "subagents" not in p.parts]
+    return max(mains, key=lambda p: p.stat().st_size)
+
+
+def median_ms(xs: list[float]) -> float:
+    return 1000 * float(statistics.median(xs))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size-mb", type=float, default=100.0)
+    parser.add_argument("--runs", type=int, default=7, help="timed runs per tool and scenario")
+    parser.add_argument("--keep", action="store_true", help="keep the tree; print its path")
+    add_install_option(parser)
+    args = parser.parse_args(argv)
+
+    corpus = shared_corpus() or BUNDLED_CORPUS
+    ccusage = find_ccusage()
+    command, env = installed(args.install)
+    tmp = Path(tempfile.mkdtemp(prefix="cachediag-bench-index-"))
+    try:
+        tree = tmp / "tree"
+        size, files, sessions = build_tree(tree, read_units(corpus), int(args.size_mb * MIB))
+        cache = tmp / "cache"
+        ours_env = dict(env, CLAUDE_CONFIG_DIR=str(tree), XDG_CACHE_HOME=str(cache))
+        cc_env = dict(os.environ, CLAUDE_CONFIG_DIR=str(tree))
+        help_text = subprocess.run(
+            [*command, "daily", "--help"], env=ours_env, capture_output=True, text=True
+        ).stdout
+        if "--no-index" in help_text:
+            ours = Tool("cachediag", [*command, "daily", "--json"], ours_env)
+            plain = Tool("no index", [*command, "daily", "--json", "--no-index"], ours_env)
+        else:
+            python = (
+                str(Path(command[0]).with_name("python"))
+                if args.install == "venv"
+                else sys.executable
+            )
+            ours = Tool("cachediag", [python, "-c", WIRED, "daily", "--json"], ours_env)
+            plain = Tool("no index", [*command, "daily", "--json"], ours_env)
+            print("note:      daily has no --no-index yet: the index swapped in at the seam")
+        theirs = Tool("ccusage", [*ccusage, "claude", "daily", "--json", "--offline"], cc_env)
+        version = subprocess.run([*ccusage, "--version"], capture_output=True, text=True)
+        print(f"tree:      {size / MIB:.1f} MiB, {files} files, {sessions} sessions")
+        print(f"cachediag: {' '.join(command)}")
+        print(f"ccusage:   {ccusage[0]} ({version.stdout.strip()}; defined for {CCUSAGE_VERSION})")
+        print(f"machine:   {os.cpu_count()} CPUs, load average "
+              + ", ".join(f"{x:.2f}" for x in os.getloadavg()))  # fmt: skip
+        scratch = tmp / "out"
+        scratch.mkdir()
+
+        for _ in range(max(1, args.runs // 2)):  # the index built from nothing, each time
+            shutil.rmtree(cache, ignore_errors=True)
+            run(ours, "first", scratch)
+        run(theirs, None, scratch)  # warm-up
+        mismatches = 0
+        for i in range(args.runs):
+            order = [ours, plain, theirs] if i % 2 == 0 else [theirs, plain, ours]
+            for tool in order:
+                run(tool, "unchanged", scratch)
+            mismatches += ours.last != plain.last
+        target = largest_transcript(tree)
+        template = last_response(target.read_bytes().splitlines()[-400:])
+        n = 0
+        for i in range(args.runs):
+            order = [ours, theirs] if i % 2 == 0 else [theirs, ours]
+            for tool in order:
+                append_response(target, template, n)
+                n += 1
+                run(tool, "appended", scratch)
+                if tool is ours:  # the same history read without the index: same bytes
+                    run(plain, None, scratch)
+                    mismatches += ours.last != plain.last
+
+        print(f"\nwall time, median of {args.runs} runs (ms):")
+        print(f"  {'scenario':<11} {'cachediag':>10} {'--no-index':>11} {'ccusage':>9} "
+              f"{'ratio':>7} {'target':>7}")  # fmt: skip
+        met = True
+        for scenario in ("first", "unchanged", "appended"):
+            mine = ours.wall.get(scenario, [])
+            cc = theirs.wall.get(scenario) or theirs.wall["unchanged"]
+            no_index = plain.wall.get(scenario)
+            ratio = median_ms(mine) / median_ms(cc)
+            goal = TARGETS.get(scenario)
+            verdict = (
+                "" if goal is None else f"{goal:.1f}x " + ("met" if ratio <= goal else "NOT met")
+            )
+            met = met and (goal is None or ratio <= goal)
+            print(f"  {scenario:<11} {median_ms(mine):>10.0f} "
+                  f"{median_ms(no_index) if no_index else float('nan'):>11.0f} "
+                  f"{median_ms(cc):>9.0f} {ratio:>6.2f}x {verdict}")  # fmt: skip
+        print("\n(first: ratio against ccusage's unchanged runs; ccusage keeps no index)")
+        print("load average at the end: " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
+        if mismatches:
+            print(f"error: {mismatches} runs printed other bytes with the index than without")
+        print("targets: " + ("met" if met else "NOT met"))
+        if args.keep:
+            print(f"tree kept at {tree}")
+        return 1 if mismatches else 0
+    finally:
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
