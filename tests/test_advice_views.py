@@ -97,3 +97,15 @@ def test_log_text_in_a_cause_is_sanitised() -> None:
 
     lines = advice_lines([advice_for("evil\x1b[31m")], 80)
     assert all("\x1b" not in line for line in lines)
+
+
+def test_explain_advice_validates_against_the_contract() -> None:
+    from cachediag.report.contract import Advice
+
+    for capture in ("tools_changed", "model_changed", "pause_under_1h_miss"):
+        obj = json.loads(
+            _run("explain", str(FIXTURES / "captures" / f"{capture}.jsonl"), "--json").stdout
+        )
+        assert obj["advice"], capture
+        for item in obj["advice"]:
+            Advice.model_validate(item)  # extra="forbid": no field the model lacks

@@ -204,5 +204,23 @@ class Session(BaseModel):
     no 5m/1h split): the TTL they were given ($CACHEDIAG_OTEL_TTL, default 5m)."""
 
 
+class Advice(BaseModel):
+    """One cause's advice, as ``cachediag explain --json`` lists it under ``advice``
+    (docs/advice.md: the table it comes from)."""
+
+    model_config = Strict
+
+    cause: str
+    produced_by: str
+    """What usually produces the cause in Claude Code."""
+    action: str
+    """What to do; names only settings the session's Claude Code version has."""
+    actionable: bool
+    """False: nothing avoids the cause, and ``action`` says so."""
+    settings: list[str]
+    """The Claude Code settings, flags or variables ``action`` names."""
+    docs: str | None
+
+
 def analyze_schema() -> dict[str, Any]:
     return Session.model_json_schema()

@@ -10,13 +10,11 @@ from cachediag.analysis.advice import Advice
 from cachediag.analysis.compare import Explanation
 from cachediag.analysis.ledger import LedgerEntry, Outcome
 from cachediag.report.clock import local_time
-from cachediag.report.serialize import SCHEMA_VERSION, request_dict
+from cachediag.report.serialize import SCHEMA_VERSION, advice_dict, request_dict
 from cachediag.report.tables import format_duration
 
 
-def explanation_dict(
-    ex: Explanation, source: str, advice: Sequence[Advice] = ()
-) -> dict[str, Any]:
+def explanation_dict(ex: Explanation, source: str, advice: Sequence[Advice] = ()) -> dict[str, Any]:
     entry = ex.entry
     d = ex.changed
     changes: dict[str, Any] = {}
@@ -72,18 +70,6 @@ def explanation_dict(
             "prices_source": ex.costs.prices_source,
         },
         "advice": [advice_dict(a) for a in advice],
-    }
-
-
-def advice_dict(a: Advice) -> dict[str, Any]:
-    """One cause's advice (``analysis.advice``), as explain's JSON carries it."""
-    return {
-        "cause": a.cause,
-        "produced_by": a.produced_by,
-        "action": a.action,
-        "actionable": a.actionable,
-        "settings": list(a.knobs),
-        "docs": a.doc,
     }
 
 

@@ -27,6 +27,7 @@ from cachediag.jsonsafe import escape_json as escape_json  # re-exported: report
 from cachediag.jsonsafe import escape_json_utf8 as escape_json_utf8
 
 if TYPE_CHECKING:  # annotations only: the status line imports this module on its own
+    from cachediag.analysis.advice import Advice
     from cachediag.analysis.session_analysis import SessionAnalysis, StreamAnalysis
 
 
@@ -334,4 +335,17 @@ def totals_dict(a: SessionAnalysis) -> dict[str, int]:
         "cache_read_tokens": t.cache_read_tokens,
         "cache_creation_tokens": t.cache_creation_tokens,
         "output_tokens": t.output_tokens,
+    }
+
+
+def advice_dict(a: Advice) -> dict[str, Any]:
+    """One cause's advice (``analysis.advice``) as explain's JSON carries it
+    (``contract.Advice``)."""
+    return {
+        "cause": a.cause,
+        "produced_by": a.produced_by,
+        "action": a.action,
+        "actionable": a.actionable,
+        "settings": list(a.knobs),
+        "docs": a.doc,
     }
