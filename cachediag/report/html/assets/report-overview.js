@@ -51,34 +51,39 @@
   // A long name keeps its end (a project folder's own name, a model's version).
   function tail(text) { text = String(text); return text.length > 24 ? "\u2026" + text.slice(-23) : text; }
 
+  // Each row's spend in three: the re-cache cost of its misses, that of its expected
+  // rebuilds, and the rest (short names, as in the by-day chart: the legend fits one
+  // line at 1024 px).
+  var SPLIT = ["misses", "expected rebuilds", "other spend"];
+
   function recacheBars(id, rows, stack) {
     var chart = newChart(document.getElementById(id));
-    function part(row, recache) {
-      var re = row.miss_cost_usd + row.rebuild_cost_usd;
-      return recache ? re : Math.max(0, row.cost_usd - re);
+    function rest(row) { return Math.max(0, row.cost_usd - row.miss_cost_usd - row.rebuild_cost_usd); }
+    function bars(name, color, value) {
+      return { name: name, type: "bar", stack: stack, color: color, data: rows.map(value) };
     }
     chart.setOption({
       animation: false,
       grid: { left: 150, right: 24, top: 30, bottom: 24 },
-      legend: { top: 0, data: ["re-cache cost", "other spend"] },
+      legend: { top: 0, data: SPLIT },
       tooltip: {
         trigger: "axis", axisPointer: { type: "shadow" }, confine: true,
         formatter: function (ps) {
           var row = rows[ps[0].dataIndex];
-          return "<b>" + escIso(row.key) + "</b><br>" + tokens(row.requests) + " requests · " +
-            tokens(row.misses) + " misses · " + tokens(row.expected_rebuilds) + " expected rebuilds<br>cost " +
+          return "<b>" + escIso(row.key) + "</b><br>" + tokens(row.requests) + " requests<br>cost " +
             rowUsd(row, row.cost_usd) + "<br>re-cache cost " +
-            rowUsd(row, row.miss_cost_usd + row.rebuild_cost_usd) + " (" + share(row.recache_share) + ")";
+            rowUsd(row, row.miss_cost_usd + row.rebuild_cost_usd) + " (" + share(row.recache_share) + "):<br>" +
+            "&nbsp;&nbsp;" + tokens(row.misses) + " misses " + rowUsd(row, row.miss_cost_usd) + "<br>" +
+            "&nbsp;&nbsp;" + tokens(row.expected_rebuilds) + " expected rebuilds " + rowUsd(row, row.rebuild_cost_usd);
         }
       },
       xAxis: moneyAxis(),
       yAxis: { type: "category", data: rows.map(function (r) { return r.key; }),
                axisLabel: { width: 140, overflow: "truncate", formatter: tail } },
       series: [
-        { name: "re-cache cost", type: "bar", stack: stack, color: COLORS.miss,
-          data: rows.map(function (r) { return part(r, true); }) },
-        { name: "other spend", type: "bar", stack: stack, color: COLORS.rest,
-          data: rows.map(function (r) { return part(r, false); }) }
+        bars(SPLIT[0], COLORS.miss, function (r) { return r.miss_cost_usd; }),
+        bars(SPLIT[1], COLORS.rebuild, function (r) { return r.rebuild_cost_usd; }),
+        bars(SPLIT[2], COLORS.rest, rest)
       ]
     });
   }
