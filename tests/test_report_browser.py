@@ -392,23 +392,3 @@ ZR_TEXTS = """() => {
   return chart.getZr().storage.getDisplayList(true)
     .map(el => el.style && el.style.text).filter(t => typeof t === 'string');
 }"""
-
-
-def test_a_model_name_is_not_a_chart_label_template(
-    browser: Any, tmp_path_factory: pytest.TempPathFactory
-) -> None:
-    """The model switch is labelled with the new model's name as written: ECharts reads a
-    formatter string as a template, where {b} or {c} would be replaced by other values."""
-    tmp = tmp_path_factory.mktemp("template")
-    folder = tmp / "p"
-    folder.mkdir()
-    name = "m{a}{b}{c}"
-    text = (RULES / "model_changed.jsonl").read_text().replace("claude-sonnet-4-5-20250929", name)
-    (folder / "00000000-0000-4000-8000-000000000000.jsonl").write_text(text)
-    opened = Opened(browser, write_report(tmp, str(folder)))
-    try:
-        labels = [t for t in opened.page.evaluate(ZR_TEXTS) if t.startswith("model: ")]
-        assert labels == [f"model: {name}"], labels
-        assert opened.errors() == []
-    finally:
-        opened.page.close()

@@ -18,7 +18,14 @@ from typing import Any
 import pytest
 
 from tests.conftest import REAL, ROOT, RULES, SPOTTER_SESSION
-from tests.test_report_browser import CHROMIUM, MISSING, Opened, _page_data, write_report
+from tests.test_report_browser import (
+    CHROMIUM,
+    MISSING,
+    ZR_TEXTS,
+    Opened,
+    _page_data,
+    write_report,
+)
 
 pytestmark = pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
 SEVERAL = (str(REAL / "spotter"), str(REAL / "claude-code-viewer"))
@@ -334,3 +341,23 @@ def test_each_miss_says_what_to_do_fitted_to_its_stream(several: Any) -> None:
     rewritten = advice_for("messages_rewritten", AdviceContext(stream_kind="main"))
     assert texts == [f"What to do: {ttl.action}", f"What to do: {rewritten.action}"], texts
     assert "promptCacheTtl" in texts[0]
+
+
+def test_a_model_name_is_not_a_chart_label_template(
+    browser: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The model switch is labelled with the new model's name as written: ECharts reads a
+    formatter string as a template, where {b} or {c} would be replaced by other values."""
+    tmp = tmp_path_factory.mktemp("template")
+    folder = tmp / "p"
+    folder.mkdir()
+    name = "m{a}{b}{c}"
+    text = (RULES / "model_changed.jsonl").read_text().replace("claude-sonnet-4-5-20250929", name)
+    (folder / "00000000-0000-4000-8000-000000000000.jsonl").write_text(text)
+    opened = Opened(browser, write_report(tmp, str(folder)))
+    try:
+        labels = [t for t in opened.page.evaluate(ZR_TEXTS) if t.startswith("model: ")]
+        assert labels == [f"model: {name}"], labels
+        assert opened.errors() == []
+    finally:
+        opened.page.close()
