@@ -91,7 +91,8 @@ def _fitted(entry: Entry, ctx: AdviceContext) -> tuple[str, tuple[str, ...]]:
         knob = KNOBS["promptCacheTtl"]
         if has_knob(ctx.version, knob):
             return (
-                f"Change `{knob.name}` or the login between sessions, not during one.",
+                f"Change `{knob.name}`{_since(knob, ctx)} or the login between sessions, "
+                "not during one.",
                 (knob.name,),
             )
     return entry.action, ()
@@ -118,7 +119,7 @@ def _ttl_action(entry: Entry, ctx: AdviceContext) -> tuple[str, tuple[str, ...]]
         return (
             f"Claude Code {ctx.version} has no TTL setting; a newer release lets you "
             "choose the 1-hour TTL when pauses of 5 to 60 minutes recur "
-            "(`cachediag audit` shows what it would have cost).",
+            "(`cachediag tune` weighs it on your history).",
             (),
         )
     where = {
@@ -134,7 +135,7 @@ def _ttl_action(entry: Entry, ctx: AdviceContext) -> tuple[str, tuple[str, ...]]
     return (
         f'If pauses of 5 to 60 minutes recur, set `{knob.name}: "1h"` {where}'
         f"{_since(knob, ctx)}; a 1-hour write costs 2x the input price instead of "
-        "1.25x, and `cachediag audit` shows what it would have cost.",
+        "1.25x, and `cachediag tune` weighs it on your history.",
         tuple(named),
     )
 

@@ -82,7 +82,7 @@ _TTL_5M = Entry(
     "A pause of more than 5 minutes between requests while the 5-minute TTL was in force "
     "(the default for API keys and cloud providers; subscriptions default to 1 hour).",
     "If pauses of 5 to 60 minutes recur, choose the 1-hour TTL (a write costs 2x the "
-    "input price instead of 1.25x); `cachediag audit` shows what it would have cost.",
+    "input price instead of 1.25x); `cachediag tune` weighs it on your history.",
     SETTINGS_URL,
     ("promptCacheTtl", "subagentPromptCacheTtl", "experimental.cacheTtl"),
 )
