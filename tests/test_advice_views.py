@@ -109,3 +109,21 @@ def test_explain_advice_validates_against_the_contract() -> None:
         assert obj["advice"], capture
         for item in obj["advice"]:
             Advice.model_validate(item)  # extra="forbid": no field the model lacks
+
+
+def test_a_resumed_session_is_named_in_the_rewrite_advice() -> None:
+    from cachediag.analysis.advice_context import resumed
+
+    seen = advice_for("messages_rewritten", AdviceContext(version="2.1.332", resumed=True))
+    assert "This session was resumed" in seen.action and seen.knobs == ()
+    assert "resumed" not in advice_for("messages_rewritten").action
+
+    class _Log:
+        replayed_responses = 3
+
+    class _Analysis:
+        log = _Log()
+
+    assert resumed(_Analysis()) is True  # type: ignore[arg-type]
+    _Log.replayed_responses = 0
+    assert resumed(_Analysis()) is None  # type: ignore[arg-type]

@@ -87,6 +87,12 @@ def _fitted(entry: Entry, ctx: AdviceContext) -> tuple[str, tuple[str, ...]]:
         return _tool_search_action(entry, ctx)
     if entry.cause is Cause.SYSTEM_PROMPT_CHANGED:
         return _snapshot_action(entry, ctx)
+    if entry.cause is Cause.MESSAGES_REWRITTEN and ctx.resumed:
+        return (
+            f"{entry.action} This session was resumed: the resume itself may have sent "
+            "the history in another form, which no setting avoids.",
+            (),
+        )
     if entry.cause is Cause.CACHE_SCOPE_OR_TTL_CHANGED:
         knob = KNOBS["promptCacheTtl"]
         if has_knob(ctx.version, knob):

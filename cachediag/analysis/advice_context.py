@@ -43,6 +43,13 @@ def read_client_version(path: str | None) -> str | None:
     return version_in(tail) or version_in(head)
 
 
+def resumed(analysis: SessionAnalysis) -> bool | None:
+    """True when the session's file repeats an earlier session's responses: Claude Code
+    copied that history into a new file when it was resumed (``replayed_responses``).
+    ``None`` otherwise: a resume that continues the same file leaves no such mark."""
+    return True if analysis.log.replayed_responses > 0 else None
+
+
 def session_version(analysis: SessionAnalysis) -> str | None:
     """The version of a session read from a Claude Code transcript (else ``None``)."""
     if not analysis.log.format.startswith("claude-code"):
@@ -50,7 +57,9 @@ def session_version(analysis: SessionAnalysis) -> str | None:
     return read_client_version(analysis.log.source)
 
 
-def context_for(stream: StreamAnalysis, entry: LedgerEntry, version: str | None) -> AdviceContext:
+def context_for(
+    stream: StreamAnalysis, entry: LedgerEntry, version: str | None, resumed: bool | None = None
+) -> AdviceContext:
     """Everything the log says about this miss that the advice can use."""
     fp = entry.record.fingerprint
     evidence = entry.evidence
@@ -59,18 +68,19 @@ def context_for(stream: StreamAnalysis, entry: LedgerEntry, version: str | None)
         ttl_in_force=evidence.ttl_in_force if evidence is not None else entry.ttl,
         stream_kind=str(stream.log.kind),
         defer_loading=fp.defer_loading if fp is not None else None,
+        resumed=resumed,
     )
 
 
 def advice_for_entry(
-    stream: StreamAnalysis, entry: LedgerEntry, version: str | None
+    stream: StreamAnalysis, entry: LedgerEntry, version: str | None, resumed: bool | None = None
 ) -> list[Advice]:
     """The advice for each cause of one miss, in the diagnosis's order (none for a hit
     or an announced rebuild)."""
     d = entry.diagnosis
     if d is None:
         return []
-    ctx = context_for(stream, entry, version)
+    ctx = context_for(stream, entry, version, resumed)
     return [advice_for(str(c), ctx) for c in dict.fromkeys(d.causes)]
 
 
@@ -83,7 +93,9 @@ def advises(analysis: SessionAnalysis) -> bool:
     return analysis.log.format not in _OTHER_CLIENTS
 
 
-def stream_advice(stream: StreamAnalysis, version: str | None) -> list[tuple[Advice, int]]:
+def stream_advice(
+    stream: StreamAnalysis, version: str | None, resumed: bool | None = None
+) -> list[tuple[Advice, int]]:
     """Each cause of the stream's misses with how many misses it named, commonest first;
     the advice fitted to the last miss it named (the most recent state of the session)."""
     last: dict[str, LedgerEntry] = {}
@@ -95,4 +107,6 @@ def stream_advice(stream: StreamAnalysis, version: str | None) -> list[tuple[Adv
             counts[cause] = counts.get(cause, 0) + 1
             last[cause] = entry
     ranked = sorted(counts, key=lambda c: (-counts[c], c))
-    return [(advice_for(c, context_for(stream, last[c], version)), counts[c]) for c in ranked]
+    return [
+        (advice_for(c, context_for(stream, last[c], version, resumed)), counts[c]) for c in ranked
+    ]

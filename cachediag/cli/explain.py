@@ -179,9 +179,12 @@ def explain(
     pos = found
     record = stream.entries[pos].record
     ex = explain_request(stream.log.id, stream.entries, pos, _prices_for(record.model, record.at))
-    from cachediag.analysis.advice_context import advice_for_entry, session_version
+    from cachediag.analysis import advice_context as ac
 
-    advice = advice_for_entry(stream, stream.entries[pos], session_version(session))
+    advice = []  # Claude Code's settings and habits are not other agents'
+    if ac.advises(session):
+        version, resumed = ac.session_version(session), ac.resumed(session)
+        advice = ac.advice_for_entry(stream, stream.entries[pos], version, resumed)
     if as_json or jq_filter is not None:
         emit_json([explanation_dict(ex, session.log.source, advice)], jq_filter)
         return

@@ -246,12 +246,18 @@ def session_report(
 
 def _advice(a: SessionAnalysis, width: int) -> list[RenderableType]:
     """What to do about the main conversation's misses (analysis.advice)."""
-    from cachediag.analysis.advice_context import advises, session_version, stream_advice
+    from cachediag.analysis.advice_context import (
+        advises,
+        resumed,
+        session_version,
+        stream_advice,
+    )
     from cachediag.report.advice_view import stream_advice_lines
 
     if not advises(a) or not a.main.ledger.misses:
         return []
-    lines = stream_advice_lines(stream_advice(a.main, session_version(a)), width)
+    ranked = stream_advice(a.main, session_version(a), resumed(a))
+    lines = stream_advice_lines(ranked, width)
     return [Text("\n".join(lines))] if lines else []
 
 
