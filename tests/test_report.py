@@ -368,3 +368,22 @@ def test_one_vocabulary_in_the_page() -> None:
     for old in ("redone", "re-caching", 'beyond a hit"', "misses and rebuilds $"):
         assert old not in text, old
     assert text.count("re-cache cost") >= 10
+
+
+def test_no_claude_code_advice_for_another_agent_s_log() -> None:
+    """A Codex rollout: Claude Code's settings are not its own, so its misses get no
+    advice (the page of one session, as the report's worker builds it)."""
+    from cachediag.analysis.openai_cache import analyze_openai_session
+    from cachediag.ingest.agents import read_agent_sessions
+    from cachediag.report.html.data import SessionPage
+    from tests.conftest import ROOT
+
+    home = ROOT / "tests" / "data" / "codex_home_pause"
+    (log,) = read_agent_sessions("codex", {"CODEX_HOME": str(home)})
+    page = SessionPage()(analyze_openai_session(log, 0.0))
+    assert [e["outcome"] for e in page["events"]] == ["miss"]
+    assert page["advised"] is False and page["advice"] == []
+    assert "advice" not in page["events"][0]
+    # The same miss in a Claude Code transcript is advised: the test can tell.
+    _, data = make_report(str(SPOTTER_SESSION))
+    assert data["sessions"][0]["advised"] is True and data["sessions"][0]["advice"]

@@ -325,10 +325,12 @@ def test_hostile_project_names_in_the_list_are_text(
         page.close()
 
 
-def test_each_miss_says_what_to_do_fitted_to_its_stream(several: Any) -> None:
-    """A 5-minute expiry in the main conversation names promptCacheTtl; the advice in
-    the table is the advice table's, once per distinct text."""
+def test_each_miss_says_what_to_do_fitted_to_its_session(several: Any) -> None:
+    """The advice under a miss is the advice table's for that miss: the Claude Code
+    version the session ran (2.1.39 has no TTL setting, so none is named), the TTL in
+    force, the kind of stream; each distinct text once."""
     from cachediag.analysis.advice import AdviceContext, advice_for
+    from cachediag.analysis.advice_context import read_client_version
 
     opened, data = several
     page = opened.page
@@ -337,10 +339,13 @@ def test_each_miss_says_what_to_do_fitted_to_its_stream(several: Any) -> None:
     page.wait_for_function(f"location.hash === '#session={n}'")
     lines = page.locator("#miss-table td.cause .advice-line")
     texts = [lines.nth(i).inner_text() for i in range(lines.count())]
-    ttl = advice_for("ttl_expired_5m", AdviceContext(ttl_in_force="5m", stream_kind="main"))
-    rewritten = advice_for("messages_rewritten", AdviceContext(stream_kind="main"))
+    version = read_client_version(str(SPOTTER_SESSION))
+    assert version == "2.1.39"
+    ctx = AdviceContext(version=version, ttl_in_force="5m", stream_kind="main")
+    ttl = advice_for("ttl_expired_5m", ctx)
+    rewritten = advice_for("messages_rewritten", ctx)
     assert texts == [f"What to do: {ttl.action}", f"What to do: {rewritten.action}"], texts
-    assert "promptCacheTtl" in texts[0]
+    assert "2.1.39" in texts[0] and "promptCacheTtl" not in texts[0]
 
 
 def test_a_model_name_is_not_a_chart_label_template(

@@ -92,9 +92,13 @@ def session_page(
     *,
     since: float | None = None,
     until: float | None = None,
+    advised: bool = True,
+    version: str | None = None,
 ) -> PageDict:
     """One session for the page. ``obj`` is its ``session_dict(..., requests=True)``;
-    ``summaries`` the summary line of each of ``a.streams``, in order."""
+    ``summaries`` the summary line of each of ``a.streams``, in order. ``advised``: the
+    advice (written for Claude Code) fits this log; ``version``: the Claude Code version
+    it ran, so no advice names a setting that version lacks."""
     cost = obj.get("cost")
     main = {
         "id": a.main.log.id,
@@ -159,7 +163,7 @@ def session_page(
             }
         )
     events.sort(key=lambda e: (e["at"], e["stream"] != "main", e["index"]))
-    advice = _fit_advice(events)
+    advice = _fit_advice(events, version) if advised else []
     return {
         "session_id": obj["session_id"],
         "project": obj["project"],
@@ -181,15 +185,17 @@ def session_page(
         "models": models,
         "lanes": lanes,
         "events": events,
+        "advised": advised,
         "advice": advice,
         "switches": switches,
     }
 
 
-def _fit_advice(events: list[dict[str, Any]]) -> list[str]:
-    """What to do about each miss, fitted to what its log showed (the TTL in force, the
-    kind of stream: a subagent's TTL is another setting): each distinct text once, each
-    miss's ``advice`` its index there (a history's misses share a handful of texts)."""
+def _fit_advice(events: list[dict[str, Any]], version: str | None) -> list[str]:
+    """What to do about each miss, fitted to what its log showed (the Claude Code
+    version, the TTL in force, the kind of stream: a subagent's TTL is another setting):
+    each distinct text once, each miss's ``advice`` its index there (a history's misses
+    share a handful of texts)."""
     from cachediag.analysis.advice import AdviceContext, advice_for
 
     texts: dict[str, int] = {}
@@ -197,7 +203,9 @@ def _fit_advice(events: list[dict[str, Any]]) -> list[str]:
         if e["outcome"] != "miss":
             continue
         causes = e.get("causes") or ["unknown"]
-        ctx = AdviceContext(ttl_in_force=e.get("ttl_in_force"), stream_kind=e.get("stream_kind"))
+        ctx = AdviceContext(
+            version=version, ttl_in_force=e.get("ttl_in_force"), stream_kind=e.get("stream_kind")
+        )
         action = advice_for(causes[0], ctx).action
         e["advice"] = texts.setdefault(action, len(texts))
     return list(texts)
@@ -212,6 +220,7 @@ class SessionPage:
     until: float | None = None
 
     def __call__(self, a: SessionAnalysis) -> PageDict:
+        from cachediag.analysis.advice_context import advises, session_version
         from cachediag.pricing import price_function, pricing_source
         from cachediag.report.serialize import session_dict
         from cachediag.report.tables import cost_line, summary_line
@@ -226,6 +235,8 @@ class SessionPage:
             cost_line(a, price_of, source),
             since=self.since,
             until=self.until,
+            advised=advises(a),
+            version=session_version(a) if advises(a) else None,
         )
 
 
@@ -284,7 +295,8 @@ def page_data(
     return {
         "generator": generator,
         "overview": {**ov, "days_in": days_in},
-        "advice": cause_advice(causes),
+        # Claude Code's settings and habits: shown where some session is Claude Code's.
+        "advice": cause_advice(causes) if any(p.get("advised", True) for p in order) else {},
         "sessions": [p if id(p) in keep else without_timeline(p) for p in order],
         "session_list": session_rows(audit, order),
         "timelines_omitted": max(0, len(order) - timelines),
