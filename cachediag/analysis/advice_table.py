@@ -50,7 +50,13 @@ KNOBS: dict[str, Knob] = {
         "experimental.cacheTtl", "frontmatter", "2.1.248", "cacheTtl", SUBAGENTS_URL
     ),
     "ENABLE_TOOL_SEARCH": Knob(
-        "ENABLE_TOOL_SEARCH", "env", "2.1.260", "ENABLE_TOOL_SEARCH", MCP_URL
+        # 2.1.332: the release it was seen to act in (docs/real-client.md); 2.1.260 did
+        # not defer MCP tools, and an unknown variable is ignored, so it proves nothing.
+        "ENABLE_TOOL_SEARCH",
+        "env",
+        "2.1.332",
+        "ENABLE_TOOL_SEARCH",
+        MCP_URL,
     ),
     "--system-prompt-snapshot": Knob(
         "--system-prompt-snapshot", "flag", "2.1.260", "system-prompt-snapshot", CLI_URL
