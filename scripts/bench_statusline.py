@@ -11,6 +11,9 @@ alternates) after a warm-up, medians and the median of paired ratios, side by si
   any earlier run leaves it; ccusage: no cache).
 - first ever: cachediag with no cache directory at all (prices loaded from genai-prices).
 
+cachediag runs its default line (model, session cost, cache) and ``--preset full`` (every
+usage field: today's and the block's cost come from the history index).
+
 cachediag is what users run: this checkout pip-installed in a venv of its own
 (``bench_analyze.install_in_venv``), timed through the command ``statusline install``
 writes (``python -I -S -c ...``) and through its console script.
@@ -255,6 +258,9 @@ def main() -> None:
         commands = [
             Command(f"cachediag {name}", argv, env, True) for name, argv in ours_argv.items()
         ]
+        # Every usage field too: today's and the block's cost read the whole history index.
+        full = [*ours_argv["installed command"], "--preset", "full"]
+        commands.insert(1, Command("cachediag --preset full", full, env, True))
         commands.append(Command("ccusage statusline", [str(ccusage), "statusline"], env, False))
         if native.is_file():
             commands.append(
@@ -272,9 +278,11 @@ def main() -> None:
             elif everything:
                 shutil.rmtree(cache_home, ignore_errors=True)
             else:
-                # First run on this transcript: no state file. The price cache is not about
-                # any transcript (any earlier cachediag run fills it), so it stays.
+                # First run on this transcript: no state file and no history index. The
+                # price cache is not about any transcript (any earlier cachediag run fills
+                # it), so it stays.
                 shutil.rmtree(cache_home / "cachediag" / "statusline", ignore_errors=True)
+                shutil.rmtree(cache_home / "cachediag" / "history", ignore_errors=True)
 
         def measure(scenario: str, before: Callable[[Command, int], None] | None) -> None:
             for n in range(opts.runs + 1):  # run 0 is a warm-up, not counted

@@ -106,3 +106,25 @@ def test_past_the_deadline_nothing_half_counted_is_shown(tmp_path: Path) -> None
     assert spend_view(str(mine), T0, history=True, root=str(tmp_path / "c"), deadline=0.0) == {
         "partial": True
     }
+
+
+def test_claude_codes_cost_first_ours_built_a_slice_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With Claude Code's own cost the session's index gets a slice of each run (none
+    here): the line shows Claude Code's figure, never a half-read one of ours; without
+    it, ours is read whole and shown."""
+    from cachediag.statusline import fast
+    from tests.statusline_support import run_line
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    mine = write(
+        tmp_path / "projects" / "p" / "s.jsonl", [line(T0, 1.25, "a"), line(T0 + 9, 1.0, "b")]
+    )
+    monkeypatch.setattr(fast, "SPEND_SLICE_S", -1.0)
+    theirs = {"transcript_path": str(mine), "cost": {"total_cost_usd": 3.0}}
+    assert run_line(theirs, "--no-color", "--format", "{session_cost}") == "$3.00"
+    ours = {"transcript_path": str(mine)}
+    assert run_line(ours, "--no-color", "--format", "{session_cost}") == "$2.25"
+    # Read whole now: Claude Code's figure and ours, as they differ.
+    assert run_line(theirs, "--no-color", "--format", "{session_cost}") == "$3.00 (log $2.25)"

@@ -167,7 +167,7 @@ def build_view(
                 main = out.get("main_prompt_cache")
                 if not_yet and isinstance(main, dict) and not main.get("requests"):
                     out["transcript"] = render.NOT_WRITTEN  # the prompt, not its answer
-                _add_spend(out, transcript, now, root, deadline, fields)
+                _add_spend(out, transcript, now, root, deadline, fields, obj)
     elif isinstance(payload, dict):
         if "transcript_path" in obj:
             log_failure("transcript_path is not a usable path string")
@@ -181,6 +181,9 @@ def build_view(
 PAYLOAD_FIELDS = ("model", "cost", "context_window", "rate_limits")
 """The parts of Claude Code's object the usage fields read (``usage_fields``)."""
 SPEND_FIELDS = frozenset({"session_cost", "today_cost", "block_cost", "block_left"})
+HISTORY_FIELDS = frozenset({"today_cost", "block_cost", "block_left"})
+"""Fields that need every transcript of the config folder, not only the session's."""
+SPEND_SLICE_S = 0.05
 
 
 def _add_spend(
@@ -190,17 +193,24 @@ def _add_spend(
     root: str | None,
     deadline: float | None,
     fields: frozenset[str],
+    payload: dict[str, Any],
 ) -> None:
     """The session's, today's and the block's cost, when the template shows one: from
-    the history index (``spend``); a failure leaves the fields out, never the line."""
+    the history index (``spend``); a failure leaves the fields out, never the line.
+
+    When only the session's cost is wanted and Claude Code sent its own, cachediag's is
+    but the check beside it: its index is built a slice at a time (``SPEND_SLICE_S``
+    per run), so the first run on a long transcript costs no second read of it."""
     if not fields & SPEND_FIELDS:
         return
+    history = bool(fields & HISTORY_FIELDS)
+    if not history and render.number(payload.get("cost"), "total_cost_usd") is not None:
+        ends = time.monotonic() + SPEND_SLICE_S
+        deadline = ends if deadline is None else min(deadline, ends)
     try:
-        from cachediag.statusline.spend import HISTORY_FIELDS, spend_view
+        from cachediag.statusline.spend import spend_view
 
-        spent = spend_view(
-            transcript, now, history=bool(fields & HISTORY_FIELDS), root=root, deadline=deadline
-        )
+        spent = spend_view(transcript, now, history=history, root=root, deadline=deadline)
     except Exception as exc:
         log_failure(f"spend not read: {describe(exc)}")
         return

@@ -33,8 +33,6 @@ if TYPE_CHECKING:  # typing costs milliseconds at run time; the warm path avoids
     from typing import Any
 
 BLOCK_S = 5 * 3600.0
-HISTORY_FIELDS = frozenset({"today_cost", "block_cost", "block_left"})
-"""Fields that need the whole history, not only the session."""
 
 
 def session_kind(transcript: str) -> str:
