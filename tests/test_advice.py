@@ -115,3 +115,9 @@ def test_policy_how_names_the_ttl_settings() -> None:
         older = policy_how(policy, "2.1.100")
         assert older is not None and "promptCacheTtl" not in older
     assert policy_how("as_happened") is None and policy_how("keep_alive") is None
+
+
+def test_the_ttl_in_force_is_named_where_it_decides() -> None:
+    inside = advice_for("likely_server_side", AdviceContext(ttl_in_force="1h"))
+    assert "inside the 1h TTL in force" in inside.action and not inside.actionable
+    assert "TTL in force" not in advice_for("likely_server_side").action

@@ -87,6 +87,13 @@ def _fitted(entry: Entry, ctx: AdviceContext) -> tuple[str, tuple[str, ...]]:
         return _tool_search_action(entry, ctx)
     if entry.cause is Cause.SYSTEM_PROMPT_CHANGED:
         return _snapshot_action(entry, ctx)
+    if entry.cause is Cause.LIKELY_SERVER_SIDE and ctx.ttl_in_force:
+        # The TTL the log shows in force: the pause was inside it, so no setting helps.
+        return (
+            f"Nothing to do on your side: the pause was inside the {ctx.ttl_in_force} TTL "
+            "in force, and no setting avoids it.",
+            (),
+        )
     if entry.cause is Cause.MESSAGES_REWRITTEN and ctx.resumed:
         return (
             f"{entry.action} This session was resumed: the resume itself may have sent "
