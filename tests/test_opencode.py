@@ -24,6 +24,9 @@ from cachediag.pricing import lookup_prices
 
 DATA = Path(__file__).parent / "data"
 NAMES = ("changes", "anthropic", "compact")
+REASONING_TOKENS = 5
+"""What the chat-completions fake reports per call (tests/real_agents/opencode_fake.py,
+not imported: it needs aiohttp); the truth files say the same."""
 
 
 def _home(name: str) -> Path:
@@ -127,27 +130,48 @@ def test_compaction_is_its_own_stream_and_an_announced_rebuild() -> None:
     assert [s[2] for s in _said("compact")] == ["cold"] + ["hit"] * 5
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", (*NAMES, "subagent"))
 def test_tokens_and_costs_equal_ccusage_per_session(name: str) -> None:
-    """ccusage 20.0.24 counts every step (both calls of a tool turn), prices cached input
-    at its own price and reasoning at the output price, but reports ``outputTokens``
-    without the reasoning tokens: cachediag's output includes them (docs/agents.md)."""
-    log = _log(name)
-    records = _requests(log)
-    (row,) = _ccusage(name)["sessions"]
-    assert row["sessionId"] == log.session_id
-    assert sum(r.input_tokens for r in records) == row["inputTokens"]
-    assert sum(r.cache_read_tokens for r in records) == row["cacheReadTokens"]
-    assert sum(r.cache_creation_tokens for r in records) == row["cacheCreationTokens"]
-    reasoning = sum(t["reasoning_tokens"] for t in _truth(name) if not t["title"])
-    assert sum(r.output_tokens for r in records) - reasoning == row["outputTokens"]
-    assert (reasoning > 0) is (name != "anthropic")  # the Messages fake reports none
-    cost = 0.0
-    for r in records:
-        prices = lookup_prices(r.model or "", r.at)
-        assert prices is not None, r.model
-        cost += request_cost_usd(r, prices)
-    assert cost == pytest.approx(row["totalCost"], rel=1e-9)
+    """ccusage 20.0.24 counts every call (summary and subagent calls too; a subagent's
+    child session is a session of its own), prices cached input at its own price and
+    reasoning at the output price, but reports ``outputTokens`` without the reasoning
+    tokens: cachediag's output includes them (docs/agents-opencode.md)."""
+    logs = opencode.read_database(_db(name))
+    rows = {row["sessionId"]: row for row in _ccusage(name)["sessions"]}
+    assert sorted(rows) == sorted(log.session_id for log in logs)
+    for log in logs:
+        records, row = _requests(log), rows[log.session_id]
+        assert sum(r.input_tokens for r in records) == row["inputTokens"]
+        assert sum(r.cache_read_tokens for r in records) == row["cacheReadTokens"]
+        assert sum(r.cache_creation_tokens for r in records) == row["cacheCreationTokens"]
+        # The chat-completions fake reports REASONING_TOKENS per call, the Messages one none.
+        assert {t["reasoning_tokens"] for t in _truth(name) if t["wire"] == "openai"} <= {REASONING_TOKENS}
+        reasoning = 0 if log.format == opencode.FORMAT else REASONING_TOKENS * len(records)
+        assert sum(r.output_tokens for r in records) - reasoning == row["outputTokens"]
+        cost = 0.0
+        for r in records:
+            prices = lookup_prices(r.model or "", r.at)
+            assert prices is not None, r.model
+            cost += request_cost_usd(r, prices)
+        assert cost == pytest.approx(row["totalCost"], rel=1e-9)
+
+
+def test_subagent_child_session_is_its_own() -> None:
+    """The ``task`` tool's subagent runs in a child session (``parent_id``): its own log;
+    together the two sessions hold every call the fake served but the title call."""
+    logs = opencode.read_database(_db("subagent"))
+    assert len(logs) == 2
+    calls = sorted((r for log in logs for r in _requests(log)), key=lambda r: r.at)
+    served = [t for t in _truth("subagent") if not t["title"]]
+    assert [(r.input_tokens + r.cache_read_tokens, r.cache_read_tokens) for r in calls] == [
+        (t["prompt_tokens"], t["read_tokens"]) for t in served
+    ]
+    child = next(log for log in logs if len(_requests(log)) == 1)
+    assert _requests(child)[0].at == calls[2].at  # the subagent's call, between the two
+    conn = sqlite3.connect(f"file:{_db('subagent')}?mode=ro", uri=True)
+    parent = conn.execute("SELECT parent_id FROM session WHERE id = ?", (child.session_id,))
+    assert parent.fetchone()[0] in {log.session_id for log in logs}
+    conn.close()
 
 
 def test_discovery_xdg_home_and_opencode_db(tmp_path: Path) -> None:
