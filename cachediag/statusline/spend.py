@@ -62,31 +62,56 @@ def spend_view(
     """``session_cost_usd``, and with ``history`` ``today_cost_usd`` and ``block``;
     ``partial`` when the deadline came first (what is not whole is left out)."""
     mine = [transcript, *agent_files(transcript)]
+    if not history:
+        return _session_only(transcript, mine, root, deadline)
     stats = Stats()
-    if history:
-        files = history_files(transcript)
-        for path in mine:
-            if path not in files:
-                files.append(path)
-        rows = usage_rows(files, root=root, stats=stats, deadline=deadline)
-        by_file = dict(zip(files, rows, strict=True))
-        session = [by_file[p] for p in mine]
-    else:
-        files, rows = mine, []
-        session = usage_rows(
-            mine, root=root, stats=stats, deadline=deadline, kind=session_kind(transcript)
-        )
+    files = history_files(transcript)
+    for path in mine:
+        if path not in files:
+            files.append(path)
+    rows = usage_rows(files, root=root, stats=stats, deadline=deadline)
+    by_file = dict(zip(files, rows, strict=True))
+    session = [by_file[p] for p in mine]
     if stats.incomplete:
         return {"partial": True}
-    out: dict[str, Any] = {"session_cost_usd": _total(_once([r for f in session for r in f]))}
-    if history:
-        everything = _once([r for f in rows for r in f])
-        today = time.localtime(now)[:3]
-        out["today_cost_usd"] = _total(
+    everything = _once([r for f in rows for r in f])
+    today = time.localtime(now)[:3]
+    return {
+        "session_cost_usd": _total(_once([r for f in session for r in f])),
+        "today_cost_usd": _total(
             [(at, r) for at, r in everything if time.localtime(at)[:3] == today]
-        )
-        out["block"] = _block(everything, now)
-    return out
+        ),
+        "block": _block(everything, now),
+    }
+
+
+SUMMARY = "spend-summary-1"
+
+
+def _session_only(
+    transcript: str, mine: list[str], root: str | None, deadline: float | None
+) -> dict[str, Any]:
+    """The session's cost alone (the default line, on every refresh): while its files
+    are as they were, a one-line summary beside its index answers without the rows."""
+    from cachediag.follow.files import file_signature
+    from cachediag.history import store
+
+    kind = session_kind(transcript)
+    where = store.index_path(kind + "-sum", root)
+    sigs = {p: file_signature(p) for p in mine}  # before reading: a later write shows
+    try:
+        saved = store.load(where, SUMMARY)["files"]
+    except store.BadIndex:
+        saved = {}
+    if saved.get("sigs") == sigs and None not in sigs.values():
+        return {"session_cost_usd": saved.get("cost")}
+    stats = Stats()
+    rows = usage_rows(mine, root=root, stats=stats, deadline=deadline, kind=kind)
+    if stats.incomplete:
+        return {"partial": True}
+    cost = _total(_once([r for f in rows for r in f]))
+    store.save(where, {"schema": SUMMARY, "files": {"sigs": sigs, "cost": cost}})
+    return {"session_cost_usd": cost}
 
 
 def _once(rows: list[UsageRow]) -> list[tuple[float, UsageRow]]:
