@@ -113,7 +113,9 @@ def rows_by_file(
                 out.append([])
                 continue
             files[path] = entry
-            out.append(_decode(entry, codec))
+            # A file read only in part: its rows so far are kept, not handed out (an
+            # answer that is not whole is not used; decoding it would cost the budget).
+            out.append([] if stats.incomplete else _decode(entry, codec))
         for path in [p for p in files if not os.path.lexists(p)]:
             del files[path]  # transcripts deleted since: their rows go with them
         store.save(where, index)
