@@ -143,6 +143,10 @@ class RequestRecord:
     captured_only: bool = False
     """Known from the capture proxy's log alone: no transcript read holds this request
     (Claude Code writes none for its compaction call), so its tokens are the proxy's."""
+    kept_at: float | None = None
+    """When ccusage dates the response: the time of its first line reporting the largest
+    output count (the usage reports' dates); ``None`` while that is its first line, whose
+    time is ``at`` unless a copy written earlier came later (then this is set)."""
 
     @property
     def total_tokens(self) -> int:

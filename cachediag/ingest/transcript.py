@@ -240,6 +240,9 @@ class TranscriptReader:
         at = _epoch(f)
         if output_tokens > current.output_tokens:
             current.output_tokens = output_tokens
+            current.kept_at = at  # ccusage keeps the line with the final count
+        elif current.kept_at is None and at < current.at:
+            current.kept_at = current.at  # the first line stays kept: pin its time
         if at < current.at:
             current.at = at
 

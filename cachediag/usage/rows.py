@@ -16,7 +16,7 @@ from pathlib import PurePath
 from cachediag.analysis.costs import PriceFn, entry_cost
 from cachediag.analysis.ledger import LedgerEntry, Outcome
 from cachediag.analysis.session_analysis import SessionAnalysis
-from cachediag.usage.stamps import Kept, last_times
+from cachediag.usage.stamps import Kept, last_times, needs_reread
 
 HIT = "hit"
 MISS = "miss"
@@ -30,8 +30,9 @@ class RequestRow:
     """One model request of a transcript, as the usage reports count it."""
 
     at: float
-    """When ccusage dates the response: its last line's ``timestamp`` (seconds since the
-    epoch, UTC; ``usage.stamps`` says why), else when it started."""
+    """When ccusage dates the response: the ``timestamp`` of the line whose usage it
+    keeps (seconds since the epoch, UTC; ``usage.stamps`` says why), else when it
+    started."""
     session_id: str
     project: str
     """The folder holding the session's transcripts (``~/.claude/projects/<project>``):
@@ -101,7 +102,8 @@ def row_of(
     source: str = "",
 ) -> RequestRow:
     """The row of one ledger entry (its request, outcome and costs); ``dated``: the
-    responses' times as ccusage takes them (``stamps.last_times``)."""
+    lines ccusage keeps, read again (``stamps.last_times``), else the reader's
+    ``kept_at``."""
     record = entry.record
     cost = entry_cost(entry, price_of)
     diagnosis = entry.diagnosis
@@ -109,8 +111,14 @@ def row_of(
     if diagnosis is not None and diagnosis.named and diagnosis.causes:
         cause = diagnosis.causes[0].value
     mid = record.message_id
-    kept = None if dated is None or mid is None else dated.get(mid)
-    at = record.at if kept is None else kept.at
+    logged = None
+    if dated is None:
+        kept_at = record.kept_at
+        at = record.at if mid is None or kept_at is None else kept_at
+    else:
+        kept = None if mid is None else dated.get(mid)
+        at = record.at if kept is None else kept.at
+        logged = None if kept is None else kept.logged_cost_usd
     return RequestRow(
         at=at,
         session_id=session_id,
@@ -127,7 +135,7 @@ def row_of(
         cause=cause,
         transcript_session=transcript or session_id,
         started_at=record.at,
-        logged_cost_usd=None if kept is None else kept.logged_cost_usd,
+        logged_cost_usd=logged,
         source=source,
         line=record.line or 0,
         message_id=record.message_id,
@@ -138,8 +146,8 @@ def row_of(
 def session_rows(analysis: SessionAnalysis, price_of: PriceFn) -> list[RequestRow]:
     """Every request of one analysed session (main conversation, subagents, side calls),
     oldest first: what the pipeline made of its transcripts, priced with ``price_of``,
-    dated as ccusage dates them (which re-reads the lines holding usage of the
-    session's transcript files: ``stamps``).
+    dated as ccusage dates them (``stamps``: by the reader's ``kept_at``, or the lines
+    holding usage read again where a line has its own ``costUSD``).
 
     Responses the pipeline already counted in another file (a continued session's copy)
     are not in the ledger, so they are not here either: each response is one row.
@@ -147,7 +155,8 @@ def session_rows(analysis: SessionAnalysis, price_of: PriceFn) -> list[RequestRo
     log = analysis.log
     project = log.project or ""
     files = {s.log.source for s in analysis.streams if s.log.source and s.log.source != "-"}
-    dated = last_times(sorted(files))
+    ordered = sorted(files)
+    dated = last_times(ordered) if needs_reread(log.format, ordered) else None
     rows: list[RequestRow] = []
     for stream in analysis.streams:
         name = transcript_session(stream.log.source, log.session_id)

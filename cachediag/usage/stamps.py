@@ -1,12 +1,18 @@
-"""When ccusage says a response happened: the time of the line whose usage it keeps.
+"""When ccusage says a response happened, and what the log said it cost: the line whose
+usage ccusage keeps.
 
 Claude Code writes one line per content block of a response, each with its own
 ``timestamp``. The analysis dates a response by its first line (when it started to
 arrive: what the cache's clock counts from); ccusage keeps the first line of each
 ``message.id`` until a later one reports more output tokens (the final count), and
 dates the response by the line it kept. Days, sessions' first and last activity and the
-5-hour blocks are ccusage's only with ccusage's dates, so the usage rows take them from
-here. Only lines that hold ``"usage"`` are parsed.
+5-hour blocks are ccusage's only with ccusage's dates.
+
+The transcript reader notes that line's time as it merges the copies
+(``RequestRecord.kept_at``), so a transcript is read once. Its picked fields do not hold
+``costUSD`` (written by Claude Code until mid-2025), nor do other formats' records keep
+the kept line: only then are the lines holding usage read again here (``last_times``),
+``needs_reread`` says when.
 """
 
 from __future__ import annotations
@@ -18,6 +24,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 USAGE = b'"usage"'
+COST = b'"costUSD"'
+CLAUDE_CODE = "claude-code"
 
 
 def _loads(raw: bytes) -> Any:
@@ -45,6 +53,24 @@ class Kept(NamedTuple):
     logged_cost_usd: float | None
     """The line's own ``costUSD`` (Claude Code wrote one until mid-2025): what ccusage's
     default ``--mode auto`` prefers to its own prices."""
+
+
+def needs_reread(fmt: str, paths: Iterable[str]) -> bool:
+    """Whether a session's kept lines must be read from its files (``last_times``): a
+    log of another format, or a transcript a line of which has its own ``costUSD``."""
+    return fmt != CLAUDE_CODE or any(_holds(path, COST) for path in paths)
+
+
+def _holds(path: str, needle: bytes) -> bool:
+    """Whether the file holds ``needle``; mapped, not read: the page cache is searched
+    in place (a file read whole costs its copy, about as much as the search)."""
+    import mmap
+
+    try:
+        with open(path, "rb") as fp, mmap.mmap(fp.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return data.find(needle) >= 0
+    except (OSError, ValueError):  # gone, unreadable, or empty (nothing to map)
+        return False
 
 
 def last_times(paths: Iterable[str]) -> dict[str, Kept]:
