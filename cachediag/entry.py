@@ -15,8 +15,12 @@ _HELP = {"-h", "--help"}
 
 def main() -> None:
     args = sys.argv[1:]
-    # Only ``statusline install`` and the help text need click; the line itself must not.
-    if args[:1] == ["statusline"] and args[1:2] != ["install"] and not _HELP & set(args[1:]):
+    # Only ``statusline install|uninstall`` and the help text need click; the line must not.
+    if (
+        args[:1] == ["statusline"]
+        and args[1:2] not in (["install"], ["uninstall"])
+        and not _HELP & set(args[1:])
+    ):
         from cachediag.statusline.fast import main as statusline
 
         statusline()

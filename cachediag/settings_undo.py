@@ -61,7 +61,8 @@ class Undone:
             "absent": f"{key} is not cachediag's to remove; nothing changed.",
             "restored": f"{key} put back as it was before cachediag{backup}",
             "removed": f"{key} removed (there was none before cachediag){backup}",
-            "verbatim": f"{key} removed; the file is as it was before cachediag{backup}",
+            "verbatim": f"{key} undone; the file is byte for byte as it was before "
+            f"cachediag{backup}",
             "deleted": f"{key} removed; there was no settings file before cachediag and there "
             f"is none now{backup}",
         }

@@ -231,3 +231,9 @@ def test_a_flag_click_does_not_have_is_reported() -> None:
     wrong = dict(options.TABLE)
     wrong["audit"] = (*options.AUDIT, Option("--topp", "top", INT, low=0, default=10))
     assert mismatches(wrong) == ["audit --topp: no such click option"]
+
+
+def test_the_preset_choices_are_the_presets_the_line_knows() -> None:
+    """``--preset``'s choices (the table, hence click's) name exactly the templates
+    ``statusline.render.PRESETS`` holds, in its order."""
+    assert options.PRESET.choices == tuple(render.PRESETS)

@@ -205,7 +205,7 @@ def test_install_sets_the_base_url_and_keeps_everything_else(tmp_path: Path) -> 
         "model": "opus",
     }
     assert path.stat().st_mode & 0o777 == 0o640
-    assert json.loads((tmp_path / "settings.json.bak").read_text())["env"] == {"FOO": "1"}
+    assert json.loads(next(tmp_path.glob("settings.json.*.bak")).read_text())["env"] == {"FOO": "1"}
     code, out = install(path)
     assert code == 0 and "nothing changed" in out
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from cachediag.cli.common import EPOCH, finite
-from cachediag.commands.options import BUDGET, WIDTH
+from cachediag.commands.options import BUDGET, PRESET, WIDTH
 from cachediag.statusline.render import DEFAULT_FORMAT
 
 
@@ -23,6 +23,12 @@ from cachediag.statusline.render import DEFAULT_FORMAT
 )
 @click.option(
     "--format", "fmt", metavar="TEMPLATE", help=f"Fields and order; default {DEFAULT_FORMAT!r}."
+)
+@click.option(
+    "--preset",
+    type=click.Choice(PRESET.choices),
+    help="A ready-made line instead of --format: full (today and the 5-hour block too), "
+    "compact, or cache (the cache alone).",
 )
 @click.option(
     "--color/--no-color",
@@ -56,6 +62,7 @@ def statusline(
     ctx: click.Context,
     as_json: bool,
     fmt: str | None,
+    preset: str | None,
     color: bool | None,
     now: float | None,
     budget: float | None,
@@ -86,6 +93,8 @@ def statusline(
     args = ["--json"] if as_json else []
     if fmt is not None:
         args += ["--format", fmt]
+    if preset is not None:
+        args += ["--preset", preset]
     if color is not None:
         args.append("--color" if color else "--no-color")
     if now is not None:

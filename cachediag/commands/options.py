@@ -79,6 +79,8 @@ BY = Option("--by", "by", CHOICE, default=BY_DEFAULT, choices=BY_CHOICES)
 
 BUDGET = Option("--budget", "budget", FLOAT, low=0.05, high=60)
 WIDTH = Option("--width", "width", INT, low=20, high=10_000)
+PRESET = Option("--preset", "preset", CHOICE, choices=("full", "compact", "cache"))
+"""The status line's ready-made templates (``statusline.render.PRESETS`` holds them)."""
 
 ANALYZE = (
     JSON,
@@ -103,6 +105,7 @@ AUDIT = (
 STATUSLINE = (
     JSON,
     Option("--format", "fmt", TEXT),
+    PRESET,
     Option("--color", "color", FLAG),
     Option("--no-color", "color", FLAG),
     NOW,
