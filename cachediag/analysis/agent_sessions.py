@@ -16,7 +16,7 @@ from pathlib import Path
 from cachediag.analysis.openai_cache import analyze_openai_session
 from cachediag.analysis.session_analysis import SessionAnalysis, analyze_session
 from cachediag.ingest import codex
-from cachediag.ingest.agents import AGENTS, session_files
+from cachediag.ingest.agents import AGENTS, read_logs, session_files
 from cachediag.model import LineIssue, SessionLog
 
 Analyzer = Callable[[SessionLog, float], SessionAnalysis]
@@ -63,21 +63,24 @@ def _is_log(log: SessionLog) -> bool:
 
 def analyze_agent(name: str, paths: list[Path], now: float) -> AgentRun:
     """Every session of agent ``name`` under ``paths`` (none: its home), analysed."""
-    reader = AGENTS[name].reader
-    if reader is None:
+    if name not in AGENTS or (AGENTS[name].reader is None and AGENTS[name].many is None):
         raise ValueError(f"{name} sessions are read by the Claude Code pipeline")
     files, errors = _files(name, paths)
     run = AgentRun(errors=errors)
     for path in files:
-        log = reader(path)
-        run.unreadable += log.unreadable
-        if log.unreadable:
-            continue
-        if not _is_log(log):
-            first = log.issues[0] if log.issues else None
-            why = f" (line {first.line}: {first.reason})" if first else " (empty)"
-            run.errors.append(f"{path}: not a {name} session log{why}")
-            continue
-        run.issues += log.issues
-        run.analyses.append(analyze_log(log, now))
+        for log in read_logs(name, path):
+            _add(run, name, path, log, now)
     return run
+
+
+def _add(run: AgentRun, name: str, path: Path, log: SessionLog, now: float) -> None:
+    run.unreadable += log.unreadable
+    if log.unreadable:
+        return
+    if not _is_log(log):
+        first = log.issues[0] if log.issues else None
+        why = f" (line {first.line}: {first.reason})" if first else " (empty)"
+        run.errors.append(f"{path}: not a {name} session log{why}")
+        return
+    run.issues += log.issues
+    run.analyses.append(analyze_log(log, now))

@@ -6,13 +6,14 @@ import sys
 import time
 from datetime import UTC, tzinfo
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import click
 
 from cachediag.cli.captures import capture_join, captures_option
 from cachediag.cli.common import EPOCH, pricing_option
 from cachediag.cli.window import window_options
+from cachediag.commands.agents import CLAUDE, agent_choices
 from cachediag.commands.analyze import (
     SessionJson,
     json_lines,
@@ -22,6 +23,9 @@ from cachediag.commands.analyze import (
 from cachediag.commands.options import JOBS
 from cachediag.commands.window import Bound, first_at, in_window, resolve_window, zone_or_local
 from cachediag.console import finish_reading
+
+if TYPE_CHECKING:
+    from cachediag.pipeline import Run
 
 __all__ = ["analyze"]
 
@@ -51,6 +55,13 @@ __all__ = ["analyze"]
 )
 @captures_option
 @click.option(
+    "--agent",
+    type=click.Choice(agent_choices()),
+    help="Whose sessions: claude (the default: Claude Code, as without it), another agent "
+    "(no PATHS: its home, e.g. $CODEX_HOME or ~/.codex; see docs/agents.md), or all (every "
+    "agent's home).",
+)
+@click.option(
     "--jobs",
     type=click.IntRange(min=JOBS.low),
     metavar="N",
@@ -70,6 +81,7 @@ def analyze(
     jobs: int | None = None,
     captures_dir: Path | None = None,
     no_captures: bool = False,
+    agent: str | None = None,
 ) -> None:
     """Analyse Claude Code transcripts and API request logs: hits, misses and their causes.
 
@@ -91,10 +103,19 @@ def analyze(
       cat s.jsonl | cachediag analyze --json | jq '.prompt_cache.hit_ratio'
       cachediag analyze --requests --jq '.requests[] | select(.outcome=="miss")' s.jsonl
       cachediag analyze --since 24h --timezone America/New_York
+      cachediag analyze --agent codex --requests
     """
     from cachediag.cli.stdin import piped_log
     from cachediag.pipeline import Run, default_paths
 
+    if agent not in (None, CLAUDE):
+        assert agent is not None
+        run = Run(jobs=jobs, enrich=capture_join(captures_dir, no_captures))
+        window_args = (since, until, zone)
+        _other_agent(
+            agent, paths, now, as_json, requests, jq_filter, window_args, pricing_file, run
+        )
+        return
     if "-" in map(str, paths):
         stdin: IO[bytes] | None = sys.stdin.buffer
     else:
@@ -153,3 +174,31 @@ def analyze(
     if progress:
         progress.close()
     finish_reading(run.issues, run.unreadable, run.errors, run.nothing_read)
+
+
+def _other_agent(
+    agent: str,
+    paths: tuple[Path, ...],
+    now: float | None,
+    as_json: bool,
+    requests: bool,
+    jq_filter: str | None,
+    window_args: tuple[Bound | None, Bound | None, tzinfo | None],
+    pricing_file: Path | None,
+    run: Run,
+) -> None:
+    """``--agent codex|all``: that agent's sessions (commands.agents), in the same shapes."""
+    from cachediag.commands.agents import analyze_agents
+
+    since, until, zone = window_args
+    clock = time.time() if now is None else now
+    as_json = writes_json(as_json, requests, jq_filter)
+    needs_zone = not as_json or since is not None or until is not None
+    display = zone_or_local(zone) if needs_zone else UTC
+    window = resolve_window(since, until, clock, display)
+    analyze_agents(
+        agent, list(paths), clock,
+        json_render=SessionJson(requests, pricing_file, window) if as_json else None,
+        jq_filter=jq_filter, pricing_file=pricing_file, window=window, zone=display,
+        claude_run=run,
+    )  # fmt: skip
