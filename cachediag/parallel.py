@@ -12,9 +12,8 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 PARALLEL_MIN_BYTES = 4 << 20
-"""Below this much input for the other processes a fork costs more than it saves.
-Measured on 2 cores with the caller working too: a second process takes a 5.5 MB tree of
-six projects from 131 to 115 ms, a 33 MB tree of two from 176 to 136 ms."""
+"""Below this much input for the other processes a fork costs more than it saves
+(measured on 2 cores with the caller working too; the figures are in docs/benchmarks.md)."""
 
 
 def workers_for(weights: Sequence[int], requested: int | None = None) -> int:
@@ -53,10 +52,10 @@ def map_ordered(
     """``map(fn, items)`` across ``jobs`` processes, results in input order.
 
     The calling process works too and forks ``jobs - 1`` children: on a two-core
-    machine a pool of two workers beside an idle parent cost ~30 ms more (the pool's
+    machine a pool of two workers beside an idle parent cost more (the pool's
     imports, feeder threads, per-item round trips). Items are handed out one at a time,
     heaviest ``weights`` first (e.g. bytes to read), so a process that finishes early
-    takes more: measured, fixed shares left one process idle up to 60 ms of a 0.2 s run.
+    takes more: fixed shares left one process idle while the other finished.
     A thread reads the children's results as they come, so output (and the caller's
     progress) flows while the work goes on. As with ``map``, the results before the
     first item whose ``fn`` raised come out, then its exception. ``fn``'s results must

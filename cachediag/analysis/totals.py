@@ -198,7 +198,7 @@ class Rows:
             return {first: every.copy()}
         rows: dict[str, list[int]] = {}
         for i, key in enumerate(keys):
-            try:  # a quarter faster than setdefault, which builds a list every time
+            try:  # faster than setdefault, which builds a list every time
                 rows[key].append(i)
             except KeyError:
                 rows[key] = [i]

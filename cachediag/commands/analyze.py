@@ -144,7 +144,7 @@ def json_lines(
     with TimeOrder() as spool:
         # Reading makes many small objects and next to no garbage cycles: the collector
         # looks at what start-up made only once (frozen), and at new objects less often
-        # (10,000 small files: 3% of the time). Worker processes inherit both.
+        # (a measurable share of a run over many small files). Worker processes inherit both.
         threshold = gc.get_threshold()
         gc.freeze()
         gc.set_threshold(max(threshold[0], 20_000), *threshold[1:])

@@ -201,7 +201,7 @@ def _connect(duckdb: Any, spill: str, memory_limit: str | None) -> Any:
 def _collection_paused() -> Iterator[None]:
     """The cyclic garbage collector paused: the session lines are a million small
     objects without cycles, and Python's collector walks all of them again and again
-    while they are made (a third of the time of the loop)."""
+    while they are made (a large share of the loop's time)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:

@@ -64,13 +64,15 @@ def matching_lines(head: list[bytes], rest: IO[bytes], needles: tuple[bytes, ...
 
 
 CHUNK_BYTES = 4 << 20
-"""Measured: 4 MiB reads of a page-cached tree cost a quarter of 1 MiB reads."""
+"""Fewer, larger reads: of the sizes measured on a page-cached tree, 4 MiB cost least
+(docs/benchmarks.md)."""
 _OPEN, _CLOSE, _CR = ord("{"), ord("}"), ord("\r")
 
 
 _BUFFERS: list[bytearray] = []
 """Read buffers no scan is using. A fresh 4 MiB ``bytes`` per read costs page faults on
-every chunk (at 1 GB, 0.35 s of sys time); a scan takes one of these and gives it back."""
+every chunk (sys time growing with the input); a scan takes one of these and gives it
+back."""
 
 
 def scan_lines(

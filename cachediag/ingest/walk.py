@@ -2,7 +2,7 @@
 
 The listing (``list_tree``) is ``_walk.list_tree`` in C where it was built (POSIX), with
 ``py_list_tree`` as its Python twin: on a history of 10,000 session files, a DirEntry and
-a 19-field stat result per file were a third of what happens before the worker
+a 19-field stat result per file were a large part of what happens before the worker
 processes start. tests/test_walk.py holds the two to the same answers.
 """
 
@@ -115,8 +115,8 @@ def walk_jsonl(root: Path, on_error: OnError | None) -> list[tuple[Path, str, Fi
     ``*.jsonl`` file below ``root``, in ``Path`` order (part by part); a folder that
     cannot be listed goes to ``on_error`` (``Path.rglob`` passes it over without a word).
 
-    Each path is its folder's joined with its name (on Python 3.11 half the cost of a
-    path parsed from its whole text), and relative paths are compared as text."""
+    Each path is its folder's joined with its name (on Python 3.11 cheaper than a path
+    parsed from its whole text), and relative paths are compared as text."""
     dirs, files, errors = list_tree(str(root))
     folders = [root]
     rels = [""]
