@@ -106,6 +106,9 @@ def _run(report: str, **kw: Any) -> None:
     compact, color = kw.pop("compact"), kw.pop("color")
     paths = tuple(kw.pop("paths"))
     options = UsageOptions(report=report, paths=paths, json=kw.pop("as_json"), **kw)
+    if options.json:  # text, no table: rich (tens of ms to import) is not loaded
+        click.echo(usage_report(options))
+        return
     from cachediag.console import SafeConsole
 
     console = SafeConsole(
@@ -113,8 +116,7 @@ def _run(report: str, **kw: Any) -> None:
         no_color=None if color is None else not color,
         force_terminal=True if color else None,
     )
-    if not options.json:
-        options = _with_width(options, min(console.width, 80) if compact else console.width)
+    options = _with_width(options, min(console.width, 80) if compact else console.width)
     out = usage_report(options)
     if isinstance(out, str):
         click.echo(out)
