@@ -201,7 +201,7 @@ class TranscriptReader:
         # Timestamp before counts: a line with both wrong is blamed on its timestamp.
         at = _epoch(f)
         inp, read, creation, output, c5m, c1h = counts_of(usage)
-        # Positional: with keywords, building a record costs four times as much (a test
+        # Positional: with keywords, building a record costs several times as much (a test
         # holds the order to the fields').
         record = RequestRecord(
             at,
