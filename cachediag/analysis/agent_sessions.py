@@ -13,15 +13,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cachediag.analysis.gemini_cache import analyze_gemini_session
 from cachediag.analysis.openai_cache import analyze_openai_session
 from cachediag.analysis.session_analysis import SessionAnalysis, analyze_session
-from cachediag.ingest import codex
+from cachediag.ingest import codex, gemini
 from cachediag.ingest.agents import AGENTS, read_logs, session_files
 from cachediag.model import LineIssue, SessionLog
 
 Analyzer = Callable[[SessionLog, float], SessionAnalysis]
 
-LEDGERS: dict[str, Analyzer] = {codex.FORMAT: analyze_openai_session}
+LEDGERS: dict[str, Analyzer] = {
+    codex.FORMAT: analyze_openai_session,
+    gemini.FORMAT: analyze_gemini_session,
+}
 """The provider's ledger for each format an agent reader writes (Claude Code's own
 ledger for the rest)."""
 
@@ -39,6 +43,9 @@ class AgentRun:
     unreadable: list[LineIssue] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     """One line per path that is not one of the agent's logs (exit 1)."""
+    seen: set[tuple[str, str, str]] = field(default_factory=set)
+    """Sessions already analysed: a reader that returns a file's whole session (Gemini
+    CLI's resumed chats span several files) returns it again for its other files."""
 
 
 def _files(name: str, paths: list[Path]) -> tuple[list[Path], list[str]]:
@@ -82,5 +89,9 @@ def _add(run: AgentRun, name: str, path: Path, log: SessionLog, now: float) -> N
         why = f" (line {first.line}: {first.reason})" if first else " (empty)"
         run.errors.append(f"{path}: not a {name} session log{why}")
         return
+    key = (log.format, log.session_id, log.source)
+    if key in run.seen:
+        return
+    run.seen.add(key)
     run.issues += log.issues
     run.analyses.append(analyze_log(log, now))
