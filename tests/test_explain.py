@@ -135,7 +135,7 @@ def test_no_miss_falls_back_to_the_last_expected_rebuild() -> None:
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("Request 1 of stream main: expected ·")
     assert "  expected rebuild, announced by a compaction" in result.stdout
-    assert "the rebuild cost $" in result.stdout
+    assert "re-cache cost of the rebuild $" in result.stdout
 
 
 def test_a_hit_is_not_priced_as_a_miss() -> None:

@@ -57,7 +57,7 @@ def _run(*args: str) -> str:
 def test_analyze_says_unpriced_for_a_session_without_prices(history: tuple[Path, Path]) -> None:
     folder, prices = history
     out = _run("analyze", "--pricing", str(prices), str(folder / "-home-me-app" / "free.jsonl"))
-    assert "Cost: unpriced · misses and rebuilds unpriced" in out
+    assert "Cost: unpriced · re-cache cost unpriced" in out
     assert "$0.00" not in out
     assert "3 request(s) unpriced, not counted" in out
 
@@ -91,12 +91,16 @@ def test_audit_of_nothing_priced_says_so(history: tuple[Path, Path]) -> None:
     out = _run("audit", "--no-progress", "--pricing", str(prices), free)
     assert "$0.00" not in out
     summary = out.splitlines()[1]
-    assert summary.startswith("3 requests · unpriced · 1 miss cost unpriced beyond hits"), out
+    assert summary.startswith("3 requests · unpriced · re-cache cost unpriced"), out
 
 
 @pytest.mark.parametrize(
     ("unpriced", "shown"),
-    [(3, "(price unknown)"), (1, "($1.50, 1 requests unpriced)"), (0, "($1.50)")],
+    [
+        (3, "price unknown"),
+        (1, "re-cache cost $1.50 (1 requests unpriced)"),
+        (0, "re-cache cost $1.50"),
+    ],
 )
 def test_watch_summary_of_an_unpriced_session(unpriced: int, shown: str) -> None:
     from cachediag.follow.events import SessionRef, Tally
@@ -111,4 +115,4 @@ def test_watch_summary_of_an_unpriced_session(unpriced: int, shown: str) -> None
         unpriced_requests=unpriced,
     )
     line = summary_line(tally).plain
-    assert line.endswith(f"5,110 tokens re-processed {shown}"), line
+    assert line.endswith(f"5,110 re-processed · {shown}"), line

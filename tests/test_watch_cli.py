@@ -125,12 +125,12 @@ def test_lines_for_people(session: tuple[Path, Path]) -> None:
         f"{hms[1]} s1       main             hit      20,000 read · 500 written",
         # 940 s idle is 15m40s; 20510 * $5.75/M = $0.118.
         f"{hms[2]} s1       main             MISS     ttl_expired_5m (idle 15m40s) · "
-        "20,510 tokens re-processed · $0.12",
+        "20,510 re-processed · re-cache cost $0.12",
     ]
     assert lines[-2:] == [
         "Watched sessions",
         "s1 (-home-me-app): 3 requests · 33% from cache · 1 miss (ttl_expired_5m: 1) · "
-        "20,510 tokens re-processed ($0.12)",
+        "20,510 re-processed · re-cache cost $0.12",
     ]
 
 

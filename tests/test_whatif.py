@@ -132,9 +132,19 @@ def test_recommendation_names_the_cheapest_policy() -> None:
     w = run_all(PAUSES)
     assert w.best() is Policy.KEEP_ALIVE
     assert w.recommendation() == (
-        "send a keep-alive request before each 5-minute expiry during pauses: "
-        "it would have saved $0.23 (45.9%)"
+        "keep the cache alive through pauses: it would have saved $0.23 (45.9%)"
     )
+
+
+def test_keep_alive_recommendation_asks_for_nothing_claude_code_lacks() -> None:
+    # Claude Code sends no keep-alive requests: the JSON's sentence names the effect
+    # (as the audit's text does, whose "How:" line then says what Claude Code can do).
+    from cachediag.analysis.advice import KEEP_ALIVE_HOW
+    from cachediag.analysis.whatif import ADVICE
+
+    advice = ADVICE[Policy.KEEP_ALIVE]
+    assert "send" not in advice and "request" not in advice
+    assert "Claude Code sends no keep-alive requests" in KEEP_ALIVE_HOW
 
 
 # An overnight pause: no TTL would have kept the prefix.

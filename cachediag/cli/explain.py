@@ -106,7 +106,7 @@ def explain(
     history (in the --since/--until window, if given). Shows what changed (tools added,
     removed or redefined by name; system blocks with character deltas; the first
     rewritten message; model, betas, effort, thinking before -> after), the TTL and idle
-    gap, the tokens re-processed and what the miss cost over a hit.
+    gap, the re-processed tokens and the re-cache cost (what the miss cost beyond a hit).
 
     \b
     Examples:

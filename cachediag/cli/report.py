@@ -45,7 +45,7 @@ def report(inputs: AuditInputs, output: str | None, timelines: int, title: str) 
     marked with their cause, expected rebuilds, compactions and model switches marked,
     the TTL window shaded so a pause that outlived it shows; subagents and compaction
     agents as lanes of their own. Across sessions: totals, re-cache cost by cause (the
-    extra cost of misses and rebuilds beyond a hit) with what to do about each, spend
+    extra cost of misses and expected rebuilds beyond a hit) with what to do about each, spend
     by day, project and model, the most expensive misses, the TTL what-if, and a list of
     sessions to sort, filter and open. The file opens offline, from disk; it fetches nothing and
     holds no prompt text.

@@ -36,7 +36,10 @@ if TYPE_CHECKING:
     "--min-cost",
     type=USD,
     metavar="USD",
-    help="Report only misses that cost at least USD beyond a hit (implies --misses-only).",
+    help=(
+        "Report only misses whose re-cache cost (beyond a hit) is at least USD"
+        " (implies --misses-only)."
+    ),
 )
 @click.option("--bell", is_flag=True, help="Ring the terminal bell (on stderr) for each miss.")
 @click.option("--schema", is_flag=True, help="Print the JSON Schema of --json events and exit.")

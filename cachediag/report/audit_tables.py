@@ -98,12 +98,22 @@ def _groups_table(report: AuditReport, width: int, tokens: bool) -> RenderableTy
             justify="right",
         ),
         Column(
-            "re-caching",
-            [[_group_usd(r, r.miss_cost_usd + r.rebuild_cost_usd) for r in rows]],
+            "re-cache cost",
+            # Short headers only once the key column is at its narrowest.
+            [[_group_usd(r, r.miss_cost_usd + r.rebuild_cost_usd) for r in rows]] * 2,
             justify="right",
             keep=95,
+            short_header="re-cache",
+            before_wrapping=False,
         ),
-        Column("share", [[_share(r.recache_share) for r in rows]], justify="right", keep=80),
+        Column(
+            "% of cost",
+            [[_share(r.recache_share) for r in rows]] * 2,
+            justify="right",
+            keep=80,
+            short_header="%",
+            before_wrapping=False,
+        ),
     ]
     styles = [None] * len(report.groups) + ["bold"]
     return fitted_table(columns, width, title=f"By {report.by}", row_styles=styles)
@@ -132,7 +142,7 @@ def _misses_table(report: AuditReport, width: int, zone: tzinfo) -> RenderableTy
             "re-processed",
             [[f"{m.reprocessed_tokens:,}" for m in misses]],
             justify="right",
-            short_header="redone",
+            short_header="re-proc",
             keep=97,
         ),
         Column("cause", [[", ".join(m.causes) for m in misses]], wraps=True),
@@ -174,13 +184,12 @@ def _recommendation(report: AuditReport) -> list[str]:
     """The what-if's choice, then how to make it in Claude Code (a keep-alive is not a
     Claude Code feature: the line says so and names the setting that acts instead)."""
     from cachediag.analysis.advice import KEEP_ALIVE_HOW, policy_how
-    from cachediag.analysis.whatif import ADVICE
 
+    # The JSON's recommendation, word for word; the "How:" line is the text view's own.
     text, best = report.whatif.recommendation, report.whatif.best
     if best != Policy.KEEP_ALIVE.value:
         how = policy_how(best)
         return [f"Recommendation: {text}", *([f"How: {how}"] if how else [])]
-    text = text.replace(ADVICE[Policy.KEEP_ALIVE], "keep the cache alive through pauses")
     # Of what Claude Code itself can do, the cheapest policy in this history.
     doable = [p for p in report.whatif.policies if p.policy != Policy.KEEP_ALIVE.value]
     fallback = min(doable, key=lambda p: p.cost_usd).policy
@@ -244,9 +253,10 @@ def audit_tables(
     summary = [
         plural(t.requests, "request"),
         _group_usd(t, t.cost_usd),
-        f"{plural(t.misses, 'miss', 'misses')} cost {_group_usd(t, t.miss_cost_usd)} beyond hits",
+        f"re-cache cost {_group_usd(t, t.miss_cost_usd + t.rebuild_cost_usd)}"
+        f" ({_share(t.recache_share)} of spend)",
+        f"{plural(t.misses, 'miss', 'misses')} {_group_usd(t, t.miss_cost_usd)}",
         f"{plural(t.expected_rebuilds, 'expected rebuild')} {_group_usd(t, t.rebuild_cost_usd)}",
-        f"re-caching {_share(t.recache_share)} of spend",
     ]
     parts: list[RenderableType] = [
         text_lines(head, width, style="bold"),

@@ -78,7 +78,8 @@ class Cost(BaseModel):
     cost_usd: float
     """What the priced requests cost."""
     miss_cost_usd: float
-    """What misses and rebuilds paid beyond a hit: re-processed tokens not at read price."""
+    """Re-cache cost: what misses and expected rebuilds paid beyond a hit (their
+    re-processed tokens not at read price)."""
     unpriced_requests: int
     """Requests of a model without a known price: not counted, never priced at $0."""
     reported_cost_requests: int | None = None
@@ -116,6 +117,8 @@ class Request(BaseModel):
     causes: list[str]
     cause_source: Literal["inferred", "server", "capture"] | None
     reprocessed_tokens: int
+    """Re-processed tokens: what a miss or expected rebuild processed again instead of
+    reading (0 for any other outcome)."""
     announced: Literal["compaction", "microcompaction", "context_edit"] | None
     line: int | None
     tools_added: int | None = None
@@ -135,6 +138,7 @@ class Request(BaseModel):
     cost_usd: float | None = None
     """Null when the model has no known price."""
     miss_cost_usd: float | None = None
+    """Re-cache cost of a miss or expected rebuild: what it paid beyond a hit."""
     cost_source: Literal["provider"] | None = None
     """``provider``: ``cost_usd`` is the provider's reported cost, not list prices."""
     provider: str | None = None

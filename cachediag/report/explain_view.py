@@ -131,8 +131,8 @@ def explanation_lines(ex: Explanation, zone: tzinfo = UTC) -> list[str]:
     # analyze's read/cached column shows the part of it the cache held.
     if entry.outcome in (Outcome.MISS, Outcome.EXPECTED):
         lines.append(
-            f"  re-processed {entry.reprocessed_tokens:,} of the previous prompt's "
-            f"{p.total_tokens:,} ({p.cache_read_tokens + p.cache_creation_tokens:,} of it cached)"
+            f"  re-processed tokens: {entry.reprocessed_tokens:,} of the previous prompt's "
+            f"{p.total_tokens:,} ({p.cache_read_tokens + p.cache_creation_tokens:,} cached)"
         )
     lines += _cost_lines(ex)
     return lines
@@ -152,7 +152,7 @@ def _cost_lines(ex: Explanation) -> list[str]:
     what = "the rebuild" if outcome is Outcome.EXPECTED else "the miss"
     return [
         f"  cost: ${c.actual_usd:.4f}; as a hit ${c.if_hit_usd:.4f}; "
-        f"{what} cost ${c.miss_usd:.4f} more",
+        f"re-cache cost of {what} ${c.miss_usd:.4f}",
         f"  prices: {c.prices_source}",
     ]
 

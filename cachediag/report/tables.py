@@ -12,6 +12,7 @@ from cachediag.analysis.ledger import LedgerEntry, Outcome
 from cachediag.analysis.session_analysis import SessionAnalysis, StreamAnalysis
 from cachediag.analysis.summary import PromptCache
 from cachediag.analysis.totals import SessionTotals as SessionTotals  # cli/analyze's name
+from cachediag.analysis.totals import Totals
 from cachediag.report.clock import format_clock, format_minute, local_time, zone_label
 from cachediag.report.layout import Column, compact_count, fitted_table, text_lines
 from cachediag.text import sanitize
@@ -137,7 +138,13 @@ def misses_table(
             zone_label(zone, rows[0].record.at), [[format_clock(e.record.at, zone) for e in rows]]
         ),
         Column("gap", [[format_duration(e.gap_s) for e in rows]], justify="right", keep=70),
-        Column("redone", [[format_tokens(e.reprocessed_tokens) for e in rows]], justify="right"),
+        Column(
+            "re-processed",
+            # The same cells twice: only the header narrows when the width forces it.
+            [[format_tokens(e.reprocessed_tokens) for e in rows]] * 2,
+            justify="right",
+            short_header="re-proc",
+        ),
     ]
     if price_of is not None:
         costs = [format_usd(entry_cost(e, price_of).miss_cost_usd) for e in rows]
@@ -176,8 +183,15 @@ def cost_line(a: SessionAnalysis, price_of: PriceFn, pricing_source: str | None)
     entries = [e for s in a.streams for e in s.entries]
     c = total_costs(entries, price_of)
     cost = group_usd(c.cost_usd, len(entries), c.unpriced_requests)
-    misses = group_usd(c.miss_cost_usd, len(entries), c.unpriced_requests)
-    text = f"Cost: {cost} · misses and rebuilds {misses}"
+    recache = group_usd(c.miss_cost_usd, len(entries), c.unpriced_requests)
+    text = f"Cost: {cost} · re-cache cost {recache}"
+    rebuilds = [e for e in entries if e.outcome is Outcome.EXPECTED]
+    if rebuilds and not c.unpriced_requests >= len(entries):
+        # Both kinds shown: each named, so the sum reads as the audit's two figures.
+        missed = [e for e in entries if e.outcome is Outcome.MISS]
+        m = total_costs(missed, price_of).miss_cost_usd
+        r = total_costs(rebuilds, price_of).miss_cost_usd
+        text += f" (misses {format_usd(m)}, expected rebuilds {format_usd(r)})"
     if c.unpriced_requests:
         text += f" · {c.unpriced_requests} request(s) unpriced, not counted"
     if c.reported_requests:
@@ -289,11 +303,22 @@ def totals_lines(run: SessionTotals, *, width: int = 80) -> list[RenderableType]
         recache = run.recache_usd
         parts += [
             f"cost {group_usd(t.cost_usd, t.requests, t.unpriced_requests)}",
-            f"misses and rebuilds {group_usd(recache, t.requests, t.unpriced_requests)}",
+            f"re-cache cost {group_usd(recache, t.requests, t.unpriced_requests)}"
+            + _recache_split(t),
         ]
         if t.unpriced_requests:
             parts.append(f"{plural(t.unpriced_requests, 'request')} unpriced, not counted")
     return [text_lines(parts, width, style="bold")]
+
+
+def _recache_split(t: Totals) -> str:
+    """`` (misses $1.47, expected rebuilds $0.08)`` when there are both, else nothing."""
+    if not t.expected_rebuilds or (t.requests and t.unpriced_requests >= t.requests):
+        return ""
+    return (
+        f" (misses {format_usd(t.miss_cost_usd)},"
+        f" expected rebuilds {format_usd(t.rebuild_cost_usd)})"
+    )
 
 
 def plural(n: int, word: str, words: str | None = None) -> str:

@@ -117,9 +117,9 @@ class SummaryEvent(SessionFields):
     hit_ratio: float | None
     """Cache reads / all input tokens of those requests; null before any token."""
     reprocessed_tokens: int
-    """Tokens that misses and expected rebuilds processed again instead of reading."""
+    """Re-processed tokens: what misses and expected rebuilds processed again, not read."""
     miss_cost_usd: float
-    """What those paid beyond hits, over the requests with a known price."""
+    """Re-cache cost: what those paid beyond hits, over the requests with a known price."""
     unpriced_requests: int
     """Requests of a model without a known price: not counted, never priced at $0."""
     miss_causes: dict[str, int]

@@ -1,6 +1,6 @@
 """``cachediag watch`` for people: one line per event, a table of sessions at the end.
 
-Hits are dim, misses bold red with their causes, what they re-processed and what that
+Hits are dim, misses bold red with their causes, their re-processed tokens and re-cache
 cost; expected rebuilds and compactions yellow; sessions and streams as they appear.
 Times are in the display zone (``--timezone``), as in ``analyze``. Given a width, an
 event's details continue on a line of their own rather than past the edge.
@@ -117,8 +117,9 @@ def request_line(seen: RequestSeen, zone: tzinfo = UTC, width: int | None = None
     if entry.outcome in (Outcome.MISS, Outcome.EXPECTED):
         details = [
             cause_label(entry),
-            f"{format_tokens(entry.reprocessed_tokens)} tokens re-processed",
-            format_cost(seen.cost.miss_cost_usd),
+            # "tokens" left out: the event keeps to one line at 120 columns.
+            f"{format_tokens(entry.reprocessed_tokens)} re-processed",
+            _recache(seen.cost.miss_cost_usd),
         ]
         parts = [d for d in details if d]
     else:
@@ -133,6 +134,11 @@ def request_line(seen: RequestSeen, zone: tzinfo = UTC, width: int | None = None
         room = None if width is None else max(20, width - len(indent))
         text += "\n" + indent + (hint if room is None else sanitize(hint, room))
     return Text(text, style=style)
+
+
+def _recache(value: float | None) -> str:
+    """``re-cache cost $0.47``: the one name of what a miss paid beyond a hit."""
+    return format_cost(None) if value is None else f"re-cache cost {format_cost(value)}"
 
 
 def event_line(event: WatchEvent, zone: tzinfo = UTC, width: int | None = None) -> Text:
@@ -175,13 +181,14 @@ def summary_line(t: Tally, width: int | None = None) -> Text:
     if rebuilds:
         parts.append(f"{rebuilds} rebuild{'s' if rebuilds != 1 else ''}")
     if t.reprocessed_tokens:
+        parts.append(f"{format_tokens(t.reprocessed_tokens)} re-processed")
         if t.unpriced_requests >= t.requests:  # none priced: a sum of nothing is not $0.00
-            cost = format_cost(None)
+            parts.append(format_cost(None))
         else:
-            cost = format_cost(t.miss_cost_usd)
+            cost = _recache(t.miss_cost_usd)
             if t.unpriced_requests:
-                cost += f", {t.unpriced_requests} requests unpriced"
-        parts.append(f"{format_tokens(t.reprocessed_tokens)} tokens re-processed ({cost})")
+                cost += f" ({t.unpriced_requests} requests unpriced)"
+            parts.append(cost)
     head = f"{t.session.session_id[:8]}{where}: "
     text = _fit(head, parts, width) if width is not None else head + " · ".join(parts)
     line = Text(text[: len(head)], style="bold")
