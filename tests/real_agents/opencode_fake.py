@@ -48,6 +48,7 @@ MISS_READ_SHARE = 0.95
 REASONING_TOKENS = 5  # each chat-completions answer reports these (priced at output)
 TITLE_MARKER = "title generator"
 TOOL_MARKER = "USE_TOOL:"
+TASK_MARKER = "USE_TASK"
 COMPACTION_MARKER = "context summarization agent"
 
 
@@ -308,16 +309,28 @@ class FakeProvider:
             return None
         return text[at + len(TOOL_MARKER) :].split()[0].strip('"\\,]}')
 
+    @staticmethod
+    def task_request(body: dict[str, Any]) -> bool:
+        """``USE_TASK`` in the last user text, not yet answered: hand it to a subagent."""
+        messages = body.get("messages") or []
+        if not messages or messages[-1].get("role") != "user":
+            return False
+        return TASK_MARKER in canonical(messages[-1].get("content"))
+
     def openai_events(self, body: dict[str, Any]) -> list[dict[str, Any]]:
         path = self.tool_request(body)
-        args = json.dumps({"filePath": path}) if path else ""
+        name, args = "read", json.dumps({"filePath": path}) if path else ""
+        if not path and self.task_request(body):
+            name, path = "task", "task"
+            args = json.dumps({"description": "Look around", "prompt": "Say done.",
+                               "subagent_type": "general"})  # fmt: skip
         text = args if path else self.answer_text(body)
         t = self.record("openai", body, text)
         base = {"id": t.response_id, "object": "chat.completion.chunk",
                 "created": int(t.at), "model": body.get("model")}  # fmt: skip
         if path:
             call = {"index": 0, "id": "call_" + uuid.uuid4().hex[:12], "type": "function",
-                    "function": {"name": "read", "arguments": args}}  # fmt: skip
+                    "function": {"name": name, "arguments": args}}  # fmt: skip
             return [
                 {**base, "choices": [{"index": 0,
                                       "delta": {"role": "assistant", "tool_calls": [call]}}]},

@@ -1,20 +1,23 @@
 """The opencode scenarios of the real-agent suite: each is a list of turns in one session.
 
-``changes`` (chat completions, fake retention 40 s; each turn is a new process, 5-15 s
-apart): hello (with opencode's title call); a hit; AGENTS.md written (the system prompt
-changes: a miss the database cannot explain); a turn whose answer calls the ``read``
-tool (one message, two model calls); an MCP server added (its two tools sort in after
-most built-in ones, so less than the miss rule's 2,000 tokens is reprocessed: a hit);
-``-m fakeoa/gpt-5.4`` (a miss: ``model_changed``); a pause past the fake's retention,
-inside OpenAI's (a miss: ``unknown`` on the database's evidence); a hit. Its first three
-turns run under ``strace -e connect``.
+``changes`` (chat completions, fake retention 90 s; each turn is a new process, 5-15 s
+apart, more on a loaded machine): hello (with opencode's title call); a hit; AGENTS.md
+written (the system prompt changes: a miss the database cannot explain); a turn whose
+answer calls the ``read`` tool (two model calls, two assistant messages); an MCP server
+added (its two tools sort in after most built-in ones, so less than the miss rule's
+2,000 tokens is reprocessed: a hit); ``-m fakeoa/gpt-5.4`` (a miss: ``model_changed``);
+a pause past the fake's retention, inside OpenAI's (a miss: ``unknown`` on the database's
+evidence); a hit. Its first three turns run under ``strace -e connect``.
 
 ``anthropic`` (Messages, fake retention 300 s, as Anthropic's 5 minutes): hello; a hit;
 ``-m fakean/claude-opus-4-5`` (``model_changed``); a real 305 s pause (``ttl_expired_5m``).
 
-``compact`` (chat completions, a 9,000-token context window): three long turns; from the
-second on opencode compacts first (a summary call without tools, its own stream), then
-answers on the summary, whose system prompt and tools are still read: a hit.
+``compact`` (chat completions, a 9,000-token context window): three long turns; each
+answer overflows the window, so opencode summarises (a call without tools, its own
+stream), then continues on the summary, whose system prompt and tools are still read.
+
+``subagent`` (chat completions): hello; a turn whose answer calls the ``task`` tool, so a
+``general`` subagent runs one call in a child session (``parent_id``), then the answer.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from tests.real_agents.opencode_harness import OpencodeSession
 
-CHANGES_RETENTION = 40.0
+CHANGES_RETENTION = 90.0
 PAUSE_S = 305.0
 
 
@@ -67,10 +70,19 @@ def compact(keep: bool = False) -> OpencodeSession:
     return s
 
 
+def subagent(keep: bool = False) -> OpencodeSession:
+    s = OpencodeSession("subagent", "fakeoa", retention=300.0, keep=keep)
+    with s:
+        s.turn("Say hello for the test.")
+        s.turn("Delegate this. USE_TASK")
+    return s
+
+
 SCENARIOS: dict[str, Callable[[], OpencodeSession]] = {
     "changes": changes,
     "anthropic": anthropic,
     "compact": compact,
+    "subagent": subagent,
 }
 
 

@@ -57,7 +57,8 @@ def _served(s: OpencodeSession) -> list[dict[str, Any]]:
     """What the fake served but the title call, which opencode never stores."""
     truth = s.truth()
     titles = [t for t in truth if t["title"]]
-    assert len(titles) == 1 and truth[0]["title"], "one title call, on the first turn"
+    # It runs beside the first turn's call, so either may reach the fake first.
+    assert len(titles) == 1 and titles[0]["n"] <= 1, "one title call, on the first turn"
     return [t for t in truth if not t["title"]]
 
 
@@ -98,7 +99,10 @@ def _expect(t: dict[str, Any], entry: LedgerEntry) -> None:
     assert causes == (named or {"unknown"}), (t, causes)
 
 
-@pytest.mark.parametrize("name", list(SCENARIOS))
+ONE_SESSION = [name for name in SCENARIOS if name != "subagent"]
+
+
+@pytest.mark.parametrize("name", ONE_SESSION)
 def test_every_request_and_miss(
     opencode_runs: dict[str, Future[OpencodeSession]], name: str
 ) -> None:
@@ -110,7 +114,10 @@ def test_every_request_and_miss(
     changed = {c for t in misses for c in t["changed"]}
     # The scenario did what it says (else the checks above prove little).
     if name == "changes":
-        assert {"system", "model", "expired"} <= changed and len(misses) == 3
+        # A loaded machine can stretch a turn's gap past the fake's retention: more
+        # expired misses than the scripted pause's (each checked above) are allowed.
+        extra = [t for t in misses if t["changed"] == ["expired"]][1:]
+        assert {"system", "model", "expired"} <= changed and len(misses) - len(extra) == 3
         assert {t["tools"] for t, _ in rows} == {9, 11}  # the MCP server's tools arrived
     elif name == "compact":
         # Each long answer overflows the window: opencode summarises, then continues on
@@ -126,8 +133,11 @@ def test_every_request_and_miss(
 def test_changes_named_causes(opencode_runs: dict[str, Future[OpencodeSession]]) -> None:
     causes = [[c.value for c in e.diagnosis.causes] if e.diagnosis else []
               for _, e in _check(_session(opencode_runs, "changes"))]  # fmt: skip
-    # AGENTS.md: not in the database; the fake's 40 s retention is inside OpenAI's 5 min.
-    assert [c for c in causes if c] == [["unknown"], ["model_changed"], ["unknown"]]
+    # AGENTS.md: not in the database; the fake's 90 s retention is inside OpenAI's 5 min
+    # (a slow turn past it is one more unknown).
+    named = [c for c in causes if c]
+    assert named.count(["model_changed"]) == 1 and len(named) >= 3
+    assert all(c in (["unknown"], ["model_changed"]) for c in named)
 
 
 def test_anthropic_pause_is_a_ttl_expiry(opencode_runs: dict[str, Future[OpencodeSession]]) -> None:
@@ -155,6 +165,18 @@ def test_tool_turn_is_two_calls(opencode_runs: dict[str, Future[OpencodeSession]
         conn.close()
     assert finishes.count("tool-calls") == 1
     assert finishes[finishes.index("tool-calls") + 1] == "stop"
+
+
+def test_subagent_child_session(opencode_runs: dict[str, Future[OpencodeSession]]) -> None:
+    """The task tool's subagent runs in a child session: two sessions, every call served."""
+    s = _session(opencode_runs, "subagent")
+    logs = opencode.read_database(s.database)
+    assert len(logs) == 2 and s.session_id in {log.session_id for log in logs}
+    calls = sorted((r for log in logs for r in log.streams["main"].requests), key=lambda r: r.at)
+    got = [(r.input_tokens, r.cache_read_tokens, r.cache_creation_tokens, r.output_tokens)
+           for r in calls]  # fmt: skip
+    assert got == [_tokens(t) for t in _served(s)]
+    assert sorted(t["tools"] for t in _served(s))[0] < 9  # the subagent's own tool set
 
 
 def test_offline_loopback_only_and_canary(
