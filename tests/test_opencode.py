@@ -341,3 +341,36 @@ def test_agents_table_row_and_non_database(tmp_path: Path) -> None:
     ]
     (gone,) = read_logs("opencode", tmp_path / "gone.db")
     assert [i.reason for i in gone.unreadable] == ["cannot read: No such file or directory"]
+
+
+def test_cli_analyze_agent_opencode_reads_the_default_database(tmp_path: Path) -> None:
+    """``cachediag analyze --agent opencode --json --requests`` with no path: the database
+    under $XDG_DATA_HOME, each call a request with the fake's tokens and the ledger's causes;
+    a file that is not a database is one error line and exit 1."""
+    import subprocess
+    import sys
+
+    def run(*args: str, data: Path) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "XDG_DATA_HOME": str(data), "HOME": str(tmp_path)}
+        return subprocess.run(
+            [sys.executable, "-m", "cachediag", "analyze", "--agent", "opencode", *args],
+            env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+
+    done = run("--json", "--requests", data=_home("anthropic"))
+    assert done.returncode == 0, done.stderr
+    (line,) = done.stdout.splitlines()
+    session = json.loads(line)
+    assert session["session_id"] == _log("anthropic").session_id
+    got = [(r["cache_read_tokens"], r["cache_creation_tokens"], r["outcome"], r["causes"])
+           for r in session["requests"]]  # fmt: skip
+    served = [t for t in _truth("anthropic") if not t["title"]]
+    assert [g[:2] for g in got] == [(t["read_tokens"], t["write_tokens"]) for t in served]
+    assert [g[2:] for g in got] == [
+        ("cold", []), ("hit", []), ("miss", ["model_changed"]), ("miss", ["ttl_expired_5m"])
+    ]  # fmt: skip
+    readme = tmp_path / "README.md"
+    readme.write_text("# not a database\n")
+    bad = run(str(readme), data=tmp_path)
+    assert bad.returncode == 1 and bad.stdout == ""
+    assert "README.md: not a" in bad.stderr and "not an opencode database" in bad.stderr
