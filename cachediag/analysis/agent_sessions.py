@@ -16,7 +16,7 @@ from pathlib import Path
 from cachediag.analysis.gemini_cache import analyze_gemini_session
 from cachediag.analysis.openai_cache import analyze_openai_session
 from cachediag.analysis.session_analysis import SessionAnalysis, analyze_session
-from cachediag.ingest import codex, gemini
+from cachediag.ingest import codex, gemini, opencode
 from cachediag.ingest.agents import AGENTS, read_logs, session_files
 from cachediag.model import LineIssue, SessionLog
 
@@ -25,6 +25,8 @@ Analyzer = Callable[[SessionLog, float], SessionAnalysis]
 LEDGERS: dict[str, Analyzer] = {
     codex.FORMAT: analyze_openai_session,
     gemini.FORMAT: analyze_gemini_session,
+    # opencode's rows in OpenAI's cached-only form (its Anthropic rows keep Claude's).
+    opencode.AUTO_FORMAT: analyze_openai_session,
 }
 """The provider's ledger for each format an agent reader writes (Claude Code's own
 ledger for the rest)."""
@@ -87,7 +89,8 @@ def _add(run: AgentRun, name: str, path: Path, log: SessionLog, now: float) -> N
     if not _is_log(log):
         first = log.issues[0] if log.issues else None
         why = f" (line {first.line}: {first.reason})" if first else " (empty)"
-        run.errors.append(f"{path}: not a {name} session log{why}")
+        article = "an" if name[:1] in "aeiou" else "a"
+        run.errors.append(f"{path}: not {article} {name} session log{why}")
         return
     key = (log.format, log.session_id, log.source)
     if key in run.seen:
