@@ -5,6 +5,7 @@ from what the transcript reader noted while merging the response's lines
 from __future__ import annotations
 
 import json
+import os
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -123,3 +124,17 @@ def test_the_readers_dates_equal_the_lines_read_again_on_the_corpus(corpus: Path
             assert row.at == kept[row.message_id].at, (row.source, row.line)
             assert row.logged_cost_usd == kept[row.message_id].logged_cost_usd
     assert compared > 1000 and moved > 100  # the corpus has responses dated late
+
+
+def test_a_fifo_is_not_opened_to_look_for_costs(tmp_path: Path) -> None:
+    from cachediag.usage.stamps import needs_reread
+
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)  # opened for reading, it would block: the test would hang
+    plain = _write(tmp_path, [_line("m1", "10:00:00.000", 1)])
+    costed = tmp_path / "costed.jsonl"
+    costed.write_text(_line("m1", "10:00:00.000", 1, cost=0.5) + "\n")
+    assert not needs_reread("claude-code", [str(fifo), str(plain)])
+    assert needs_reread("claude-code", [str(plain), str(costed)])
+    assert needs_reread("codex", [str(plain)])
+    assert last_times([str(fifo)]) == {}

@@ -20,8 +20,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from datetime import datetime
-from pathlib import Path
 from typing import Any, NamedTuple
+
+from cachediag.safefiles import open_regular
 
 USAGE = b'"usage"'
 COST = b'"costUSD"'
@@ -62,14 +63,15 @@ def needs_reread(fmt: str, paths: Iterable[str]) -> bool:
 
 
 def _holds(path: str, needle: bytes) -> bool:
-    """Whether the file holds ``needle``; mapped, not read: the page cache is searched
-    in place (a file read whole costs its copy, about as much as the search)."""
+    """Whether the regular file holds ``needle`` (a FIFO is not opened: it would block);
+    mapped, not read: the page cache is searched in place (a file read whole costs its
+    copy, about as much as the search)."""
     import mmap
 
     try:
-        with open(path, "rb") as fp, mmap.mmap(fp.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        with open_regular(path) as fp, mmap.mmap(fp.fileno(), 0, access=mmap.ACCESS_READ) as data:
             return data.find(needle) >= 0
-    except (OSError, ValueError):  # gone, unreadable, or empty (nothing to map)
+    except (OSError, ValueError):  # gone, unreadable, not a file, or empty (nothing to map)
         return False
 
 
@@ -79,7 +81,8 @@ def last_times(paths: Iterable[str]) -> dict[str, Kept]:
     kept: dict[str, Kept] = {}
     for path in paths:
         try:
-            data = Path(path).read_bytes()
+            with open_regular(path) as fp:  # a FIFO, read once already, would block
+                data = fp.read()
         except OSError:
             continue
         for raw in data.splitlines():
