@@ -128,3 +128,58 @@ def test_claude_codes_cost_first_ours_built_a_slice_at_a_time(
     assert run_line(ours, "--no-color", "--format", "{session_cost}") == "$2.25"
     # Read whole now: Claude Code's figure and ours, as they differ.
     assert run_line(theirs, "--no-color", "--format", "{session_cost}") == "$3.00 (log $2.25)"
+
+
+WARM_CODE = (
+    "import sys\n"
+    "before = set(sys.modules)\n"
+    "from cachediag.statusline.fast import run\n"
+    "run(sys.argv[1:])\n"
+    "print(' '.join(sorted(set(sys.modules) - before)), file=sys.stderr)\n"
+)
+"""One whole status line in a fresh interpreter; the modules it loaded on stderr."""
+
+
+def _warm_modules(payload: dict[str, object], cache: Path, *args: str) -> tuple[str, set[str]]:
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache), "NO_COLOR": "1", "TZ": "UTC"}
+    env["PYTHONPATH"] = str(ROOT)
+    cmd = [sys.executable, "-c", WARM_CODE, "--now", str(T0 + 60), *args]
+    done = subprocess.run(
+        cmd, input=json.dumps(payload).encode(), capture_output=True, env=env, check=True
+    )
+    return done.stdout.decode(), set(done.stderr.decode().split())
+
+
+HEAVY_FOR_A_WARM_LINE = ("cachediag.pipeline", "cachediag.usage", "cachediag.commands.usage")
+
+
+@pytest.mark.parametrize("preset", [[], ["--preset", "full"]])
+def test_warm_run_with_claude_codes_cost_loads_no_history_rows(
+    tmp_path: Path, preset: list[str]
+) -> None:
+    """Once the session's check (and, for today and the block, the history's) is whole,
+    a refresh with Claude Code's cost answers from the summaries: it loads neither the
+    history's rows and index nor the reports' pipeline."""
+    mine = write(
+        tmp_path / "projects" / "p" / "s.jsonl", [line(T0, 1.25, "a"), line(T0 + 9, 1.0, "b")]
+    )
+    payload = {"transcript_path": str(mine), "cost": {"total_cost_usd": 3.0}}
+    cache = tmp_path / "cache"
+    lines = [_warm_modules(payload, cache, *preset)[0] for _ in range(3)]
+    out, mods = _warm_modules(payload, cache, *preset)
+    assert out == lines[-1] and "$3.00 (log $2.25)" in out
+    if preset:
+        assert "today $2.25" in out and "block $2.25" in out
+    assert "cachediag.statusline.fast" in mods
+    rows = {"cachediag.history.usage_rows", "cachediag.history.index", "orjson"}
+    assert not mods & rows
+    assert not {m for m in mods if m.startswith(HEAVY_FOR_A_WARM_LINE)}
+    # The first run did need them: the check above can fail.
+    _, cold = _warm_modules(payload, tmp_path / "other", *preset)
+    assert "cachediag.history.usage_rows" in cold

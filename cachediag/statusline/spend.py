@@ -23,14 +23,16 @@ import os
 import time
 import zlib
 
-from cachediag.history.clock import epoch
-from cachediag.history.index import Stats
-from cachediag.history.usage_rows import UsageRow, dedup_key, row_cost, usage_rows
 from cachediag.statusline.state import agent_files
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs milliseconds at run time; the warm path avoids it
     from typing import Any
+
+    from cachediag.history.usage_rows import UsageRow
+
+# The history's rows (``usage_rows``: namedtuple, the index, the clock) are imported
+# only by a run that reads them: a refresh answered by a summary loads neither.
 
 BLOCK_S = 5 * 3600.0
 
@@ -64,25 +66,58 @@ def spend_view(
     mine = [transcript, *agent_files(transcript)]
     if not history:
         return _session_only(transcript, mine, root, deadline)
-    stats = Stats()
+    from cachediag.follow.files import file_signature
+    from cachediag.history import store
+
     files = history_files(transcript)
     for path in mine:
         if path not in files:
             files.append(path)
+    where = store.index_path(session_kind(transcript) + "-all", root)
+    sigs = {p: file_signature(p) for p in files}  # before reading: a later write shows
+    day = [*time.localtime(now)[:3], os.environ.get("TZ"), time.timezone, time.altzone]
+    try:
+        saved = store.load(where, HISTORY_SUMMARY)["files"]
+    except store.BadIndex:
+        saved = {}
+    if saved.get("sigs") == sigs and saved.get("day") == day and None not in sigs.values():
+        return {**saved["spent"], "block": _block_at(saved["block"], now)}
+    spent, block = _history_spend(files, mine, now, root, deadline)
+    if spent is None:
+        return {"partial": True}
+    store.save(where, {"schema": HISTORY_SUMMARY, "files": {
+        "sigs": sigs, "day": day, "spent": spent, "block": block}})  # fmt: skip
+    return {**spent, "block": _block_at(block, now)}
+
+
+HISTORY_SUMMARY = "spend-history-summary-1"
+"""While no file of the history changed and the day is the same, a one-line summary
+answers today's and the block's cost without decoding the whole history's rows."""
+
+
+def _history_spend(
+    files: list[str], mine: list[str], now: float, root: str | None, deadline: float | None
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The session's and today's cost, and the last block (not whether it is active):
+    ``None`` first when the deadline came before every file was read."""
+    from cachediag.history.index import Stats
+    from cachediag.history.usage_rows import usage_rows
+
+    stats = Stats()
     rows = usage_rows(files, root=root, stats=stats, deadline=deadline)
     by_file = dict(zip(files, rows, strict=True))
     session = [by_file[p] for p in mine]
     if stats.incomplete:
-        return {"partial": True}
+        return None, None
     everything = _once([r for f in rows for r in f])
     today = time.localtime(now)[:3]
-    return {
+    spent = {
         "session_cost_usd": _total(_once([r for f in session for r in f])),
         "today_cost_usd": _total(
             [(at, r) for at, r in everything if time.localtime(at)[:3] == today]
         ),
-        "block": _block(everything, now),
     }
+    return spent, _last_block(everything)
 
 
 SUMMARY = "spend-summary-1"
@@ -105,6 +140,9 @@ def _session_only(
         saved = {}
     if saved.get("sigs") == sigs and None not in sigs.values():
         return {"session_cost_usd": saved.get("cost")}
+    from cachediag.history.index import Stats
+    from cachediag.history.usage_rows import usage_rows
+
     stats = Stats()
     rows = usage_rows(mine, root=root, stats=stats, deadline=deadline, kind=kind)
     if stats.incomplete:
@@ -116,6 +154,9 @@ def _session_only(
 
 def _once(rows: list[UsageRow]) -> list[tuple[float, UsageRow]]:
     """Each response once (its last line), with its time, oldest first."""
+    from cachediag.history.clock import epoch
+    from cachediag.history.usage_rows import dedup_key
+
     last: dict[str, int] = {}
     for i, row in enumerate(rows):
         key = dedup_key(row)
@@ -133,6 +174,8 @@ def _once(rows: list[UsageRow]) -> list[tuple[float, UsageRow]]:
 
 
 def _total(rows: list[tuple[float, UsageRow]]) -> float | None:
+    from cachediag.history.usage_rows import row_cost
+
     spent = 0.0
     for _, row in rows:
         cost = row_cost(row)
@@ -142,7 +185,8 @@ def _total(rows: list[tuple[float, UsageRow]]) -> float | None:
     return spent
 
 
-def _block(rows: list[tuple[float, UsageRow]], now: float) -> dict[str, Any]:
+def _last_block(rows: list[tuple[float, UsageRow]]) -> dict[str, Any] | None:
+    """The last block's start, last request and cost; ``None`` without requests."""
     start = last = None
     members: list[tuple[float, UsageRow]] = []
     for at, row in rows:
@@ -151,6 +195,15 @@ def _block(rows: list[tuple[float, UsageRow]], now: float) -> dict[str, Any]:
         members.append((at, row))
         last = at
     if start is None or last is None:
+        return None
+    return {"start": start, "last": last, "cost_usd": _total(members)}
+
+
+def _block_at(block: dict[str, Any] | None, now: float) -> dict[str, Any]:
+    """The block as the line shows it at ``now``: active while its end is ahead and its
+    last request is less than 5 hours old."""
+    if block is None:
         return {"active": False}
+    start, last = block["start"], block["last"]
     active = start <= now < start + BLOCK_S and now - last < BLOCK_S
-    return {"active": active, "cost_usd": _total(members), "ends_at": start + BLOCK_S}
+    return {"active": active, "cost_usd": block["cost_usd"], "ends_at": start + BLOCK_S}
