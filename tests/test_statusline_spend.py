@@ -7,6 +7,7 @@ import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -140,7 +141,7 @@ WARM_CODE = (
 """One whole status line in a fresh interpreter; the modules it loaded on stderr."""
 
 
-def _warm_modules(payload: dict[str, object], cache: Path, *args: str) -> tuple[str, set[str]]:
+def _warm_modules(payload: dict[str, Any], cache: Path, *args: str) -> tuple[str, set[str]]:
     import os
     import subprocess
     import sys
