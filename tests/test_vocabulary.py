@@ -28,7 +28,7 @@ OLD_SHARE_HEADER = re.compile(r"┃\s*share\s*(┃|$)", re.M)
 # where it shows one).
 RUNS: dict[str, tuple[list[str], tuple[str, ...]]] = {
     "analyze": ([SPOTTER], ("re-cache cost", "re-proc", "expected rebuilds $")),
-    "audit": (["--no-progress", SPOTTER], ("re-cache cost", "re-processed", "% of cost")),
+    "audit": (["--no-progress", SPOTTER], ("re-cache", "re-processed", "of spend")),
     "audit-by-cause": (["--no-progress", "--by", "cause", "--tokens", SPOTTER], ("re-cache",)),
     "explain": ([str(SPOTTER_SESSION)], ("re-cache cost", "re-processed tokens")),
     "watch": (["--once", SPOTTER], ("re-cache cost", "re-processed")),

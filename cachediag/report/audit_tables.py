@@ -99,21 +99,14 @@ def _groups_table(report: AuditReport, width: int, tokens: bool) -> RenderableTy
         ),
         Column(
             "re-cache cost",
-            # Short headers only once the key column is at its narrowest.
+            # The same cells twice: only the header narrows when the width forces it.
             [[_group_usd(r, r.miss_cost_usd + r.rebuild_cost_usd) for r in rows]] * 2,
             justify="right",
             keep=95,
             short_header="re-cache",
-            before_wrapping=False,
         ),
-        Column(
-            "% of cost",
-            [[_share(r.recache_share) for r in rows]] * 2,
-            justify="right",
-            keep=80,
-            short_header="%",
-            before_wrapping=False,
-        ),
+        # The re-cache cost as a part of the row's cost (the summary says "of spend").
+        Column("%", [[_share(r.recache_share) for r in rows]], justify="right", keep=80),
     ]
     styles = [None] * len(report.groups) + ["bold"]
     return fitted_table(columns, width, title=f"By {report.by}", row_styles=styles)
