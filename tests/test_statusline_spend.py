@@ -184,3 +184,24 @@ def test_warm_run_with_claude_codes_cost_loads_no_history_rows(
     # The first run did need them: the check above can fail.
     _, cold = _warm_modules(payload, tmp_path / "other", *preset)
     assert "cachediag.history.usage_rows" in cold
+
+
+def test_the_check_is_built_by_runs_that_read_the_transcript_not_by_warm_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A refresh of unchanged files reads only the check's summary (a warm line costs
+    the cache alone); the next run that reads appended bytes goes on building it."""
+    from cachediag.statusline import fast
+    from tests.statusline_support import run_line
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    mine = write(tmp_path / "projects" / "p" / "s.jsonl", [line(T0, 1.25, "a")])
+    theirs = {"transcript_path": str(mine), "cost": {"total_cost_usd": 3.0}}
+    monkeypatch.setattr(fast, "SPEND_SLICE_S", -1.0)  # the first run: no slice at all
+    assert run_line(theirs, "--no-color", "--format", "{session_cost}") == "$3.00"
+    monkeypatch.setattr(fast, "SPEND_SLICE_S", 60.0)  # any slice would now read it whole
+    assert run_line(theirs, "--no-color", "--format", "{session_cost}") == "$3.00"
+    with mine.open("a") as fp:
+        fp.write(line(T0 + 9, 1.0, "b") + "\n")
+    assert run_line(theirs, "--no-color", "--format", "{session_cost}") == "$3.00 (log $2.25)"
+    assert run_line(theirs, "--no-color", "--format", "{session_cost}") == "$3.00 (log $2.25)"

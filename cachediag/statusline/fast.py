@@ -200,17 +200,19 @@ def _add_spend(
 
     When only the session's cost is wanted and Claude Code sent its own, cachediag's is
     but the check beside it: its index is built a slice at a time (``SPEND_SLICE_S``
-    per run), so the first run on a long transcript costs no second read of it."""
+    per run that read the transcript): no second read of a long transcript at once."""
     if not fields & SPEND_FIELDS:
         return
-    history = bool(fields & HISTORY_FIELDS)
+    history, build = bool(fields & HISTORY_FIELDS), True
     if not history and render.number(payload.get("cost"), "total_cost_usd") is not None:
         ends = time.monotonic() + SPEND_SLICE_S
         deadline = ends if deadline is None else min(deadline, ends)
+        # Unchanged files: the check's summary only (its slices go to runs that read).
+        build = heard.facts.get("how") != refresh.UNCHANGED
     try:
-        from cachediag.statusline.spend import spend_view
+        from cachediag.statusline.spend import spend_view as read
 
-        spent = spend_view(transcript, now, history=history, root=root, deadline=deadline)
+        spent = read(transcript, now, history=history, root=root, deadline=deadline, build=build)
     except Exception as exc:
         log_failure(f"spend not read: {describe(exc)}")
         return

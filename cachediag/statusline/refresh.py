@@ -18,6 +18,10 @@ if TYPE_CHECKING:  # typing costs milliseconds at run time; the warm path avoids
     from typing import Any
 
 
+UNCHANGED = "unchanged since the last run"
+"""``heard.facts["how"]`` of a warm run: no file of the session changed."""
+
+
 def session_state(
     transcript: str,
     now: float,
@@ -52,7 +56,7 @@ def session_state(
             note(f"{exc}; recomputed")
     if path is not None and header is not None and header.get("transcript") == transcript:
         if state.unchanged(header, files):
-            facts["how"] = "unchanged since the last run"
+            facts["how"] = UNCHANGED
             return header
         moved = state.skip_request_free_appends(header, files)
         if moved is not None:

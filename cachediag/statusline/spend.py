@@ -60,12 +60,14 @@ def spend_view(
     history: bool,
     root: str | None = None,
     deadline: float | None = None,
+    build: bool = True,
 ) -> dict[str, Any]:
     """``session_cost_usd``, and with ``history`` ``today_cost_usd`` and ``block``;
-    ``partial`` when the deadline came first (what is not whole is left out)."""
+    ``partial`` when the deadline came first (what is not whole is left out). Without
+    ``build`` the session's cost comes from its summary alone (else ``partial``)."""
     mine = [transcript, *agent_files(transcript)]
     if not history:
-        return _session_only(transcript, mine, root, deadline)
+        return _session_only(transcript, mine, root, deadline, build)
     from cachediag.follow.files import file_signature
     from cachediag.history import store
 
@@ -124,7 +126,7 @@ SUMMARY = "spend-summary-1"
 
 
 def _session_only(
-    transcript: str, mine: list[str], root: str | None, deadline: float | None
+    transcript: str, mine: list[str], root: str | None, deadline: float | None, build: bool
 ) -> dict[str, Any]:
     """The session's cost alone (the default line, on every refresh): while its files
     are as they were, a one-line summary beside its index answers without the rows."""
@@ -140,6 +142,8 @@ def _session_only(
         saved = {}
     if saved.get("sigs") == sigs and None not in sigs.values():
         return {"session_cost_usd": saved.get("cost")}
+    if not build:
+        return {"partial": True}
     from cachediag.history.index import Stats
     from cachediag.history.usage_rows import usage_rows
 
