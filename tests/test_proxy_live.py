@@ -92,7 +92,9 @@ def test_the_status_line_names_what_only_the_captures_show(
 
     def line(*args: str) -> str:
         out = io.StringIO()
-        run(["--no-color", "--now", "1764460900", *args], io.BytesIO(payload), out)
+        # The cache alone (the default line now starts with the model and the cost).
+        flags = ["--no-color", "--preset", "cache", "--now", "1764460900"]
+        run([*flags, *args], io.BytesIO(payload), out)
         return out.getvalue().rstrip("\n")
 
     # The names the capture join gave the ledger (issue 12), as wide as the line allows.
