@@ -185,3 +185,36 @@ def test_line_scan_selects_what_the_readers_filter_selects(chains: bool) -> None
                 expected.append(pos)
             pos += len(raw)
         assert state.wanted_lines(data, end, needles) == expected, path
+
+
+def test_each_run_parses_the_state_header_once_unless_a_sibling_saved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run that reads appended lines (or moves past request-free ones) parses the
+    header once; only a state saved by another run after that is parsed again."""
+    calls: list[str] = []
+    load = state.load_header
+
+    def counted(path: str) -> Any:
+        calls.append(path)
+        return load(path)
+
+    monkeypatch.setattr(state, "load_header", counted)
+    t = tmp_path / "s1.jsonl"
+    write(t, THREE[:2])
+    run_line({"transcript_path": str(t)})
+    write(t, THREE[2:], "a")  # a request: read what was appended
+    calls.clear()
+    run_line({"transcript_path": str(t)})
+    assert len(calls) == 1 and requests_seen(t) == 3
+    write(t, [json.dumps({"type": "progress", "timestamp": "2026-01-01T00:00:00Z"})], "a")
+    calls.clear()
+    run_line({"transcript_path": str(t)})  # no request: positions move on
+    assert len(calls) == 1
+    # A sibling saves between this run's read and its lock: that state is read again.
+    stamps = iter(range(10**6))
+    monkeypatch.setattr(state, "stamp", lambda path: (next(stamps), 0, 0, 0))
+    write(t, [assistant(4, T0 + 1100, inp=10, read=21000, write=10)], "a")
+    calls.clear()
+    run_line({"transcript_path": str(t)})
+    assert len(calls) == 2 and requests_seen(t) == 4

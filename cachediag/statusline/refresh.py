@@ -48,8 +48,9 @@ def session_state(
         log_failure(f"state folder not used: {exc}")
         path = None
     facts["state"] = path
-    header, rest = None, b""
+    header, rest, seen = None, b"", None
     if path is not None and not fresh:
+        seen = state.stamp(path)  # before reading: a save after it shows
         try:
             header, rest = state.load_header(path)
         except state.BadState as exc:
@@ -61,7 +62,7 @@ def session_state(
         moved = state.skip_request_free_appends(header, files)
         if moved is not None:
             facts["how"] = "appended lines hold no request: positions moved on"
-            facts["saved"] = _save_moved(path, header, moved, rest)
+            facts["saved"] = _save_moved(path, header, moved, rest, seen)
             return moved
     from cachediag.statusline.track import encode_state, refresh
 
@@ -70,7 +71,8 @@ def session_state(
 
     facts["how"] = "read from byte 0" if header is None else "read what was appended"
     with state.WriterLock(path) as may_write:
-        if may_write and not fresh:
+        again = path is not None and (header is None or state.stamp(path) != seen)
+        if may_write and not fresh and again:
             assert path is not None
             try:  # a sibling may have saved meanwhile
                 header, rest = state.load_header(path)
@@ -100,16 +102,19 @@ def _heard_from_track(message: str) -> None:
     log_failure(message, problem=message.startswith("agent file not read"))
 
 
-def _save_moved(path: str, based_on: dict[str, Any], moved: dict[str, Any], rest: bytes) -> bool:
+def _save_moved(
+    path: str, based_on: dict[str, Any], moved: dict[str, Any], rest: bytes, seen: object
+) -> bool:
     """Save new file positions, unless a sibling saved another state meanwhile (then its
-    state, at least as far along, is kept); True when saved."""
+    state, at least as far along, is kept); True when saved. ``seen``: the file's
+    ``stamp`` when ``based_on`` was read (the same: not parsed again)."""
     import json
 
     with state.WriterLock(path) as may_write:
         if not may_write:
             return False
         try:
-            if state.load_header(path)[0] != based_on:
+            if state.stamp(path) != seen and state.load_header(path)[0] != based_on:
                 return False
             state.save(path, json.dumps(moved, separators=(",", ":")).encode(), rest.strip())
         except (OSError, ValueError) as exc:

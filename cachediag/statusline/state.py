@@ -93,6 +93,17 @@ def load_header(path: str) -> tuple[dict[str, Any] | None, bytes]:
     return header, rest
 
 
+def stamp(path: str) -> tuple[int, int, int, int] | None:
+    """The state file's identity now (``None``: not there). ``save`` renames a new file
+    over it, so a state saved since the stamp has another: a run that loaded the header
+    before the writer lock parses it again only then."""
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 def readers(rest: bytes, header: dict[str, Any]) -> bytes:
     """Line 2 of a state file, checked against the header's ``readers_crc``."""
     body = rest.rstrip(b"\n")
