@@ -161,18 +161,16 @@ def _once(rows: list[UsageRow]) -> list[tuple[float, UsageRow]]:
     from cachediag.history.clock import epoch
     from cachediag.history.usage_rows import dedup_key
 
-    last: dict[str, int] = {}
-    for i, row in enumerate(rows):
-        key = dedup_key(row)
-        if key is not None:
-            last[key] = i
+    keys = [dedup_key(row) for row in rows]
+    last = {key: i for i, key in enumerate(keys) if key is not None}
     out = []
     for i, row in enumerate(rows):
-        key = dedup_key(row)
+        key = keys[i]
+        if key is not None and last[key] != i:
+            continue  # an earlier line of a response: its time is never needed
         at = epoch(row.timestamp)
-        if at is None or (key is not None and last[key] != i):
-            continue
-        out.append((at, row))
+        if at is not None:
+            out.append((at, row))
     out.sort(key=lambda pair: pair[0])
     return out
 
