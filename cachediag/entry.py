@@ -2,8 +2,9 @@
 
 Kept free of heavy imports: the status line (run after every assistant message) is
 dispatched from here before click, rich or pydantic are loaded, and so are
-``analyze --json PATH...`` (``quick``) and ``audit --json PATH...`` (``quick_audit``)
-when their arguments need no option parser.
+``analyze --json PATH...`` (``quick``), ``audit --json PATH...`` (``quick_audit``) and
+the usage reports' ``REPORT --json [PATH...]`` (``commands.usage_quick``) when their
+arguments need no option parser.
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ def main() -> None:
         from cachediag.quick_audit import main as quick_audit
 
         quick_audit(args)
+    elif args[:1] and args[0] in ("daily", "weekly", "monthly", "session", "blocks"):
+        from cachediag.commands.usage_quick import main as quick_usage
+
+        quick_usage(args)  # ``REPORT --json [PATH...]`` without click; else click below
     from cachediag.cli import main as cli_main
 
     cli_main(prog_name="cachediag")

@@ -28,6 +28,9 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 # The capture proxy's default folder is joined to every transcript read: a developer's
 # own ~/.local/state/cachediag/captures must not change what the tests see.
 os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="cachediag-test-state-")
+# The usage reports' history index and the status line's state live under the cache
+# folder: never the developer's own.
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="cachediag-test-cache-")
 # Human output is in the machine's zone (as ccusage's): tests pin it, whatever the
 # machine running them, and pass --timezone where a zone is the point.
 os.environ["TZ"] = "UTC"

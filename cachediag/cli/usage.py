@@ -74,6 +74,13 @@ def _shared(func: F) -> F:
         ),
         click.option("--single-thread", is_flag=True, help="One process (--jobs 1)."),
         click.option(
+            "--no-index",
+            "no_index",
+            is_flag=True,
+            help="Read every transcript; by default unchanged ones are answered from the "
+            "private history index ($XDG_CACHE_HOME/cachediag/history).",
+        ),
+        click.option(
             "--compact", is_flag=True, help="Tables of at most 80 columns, whatever the terminal."
         ),
         click.option(
@@ -101,6 +108,7 @@ def _instances(func: F) -> F:
 
 def _run(report: str, **kw: Any) -> None:
     kw.pop("offline", None)
+    kw["index"] = not kw.pop("no_index")
     if kw.pop("single_thread"):
         kw["jobs"] = 1
     compact, color = kw.pop("compact"), kw.pop("color")

@@ -53,6 +53,9 @@ class UsageOptions:
     pricing_file: Path | None = None
     jobs: int | None = None
     width: int = 80
+    index: bool = True
+    """Answer unchanged transcripts from the on-disk history index (``--no-index``: read
+    every file, as the index itself would on its first run)."""
 
     def clock(self) -> float:
         return time.time() if self.now is None else self.now
@@ -76,14 +79,23 @@ def rows_for(paths: Iterable[Path], options: UsageOptions) -> list[RequestRow]:
     """Every request row of the transcripts under ``paths`` (files or folders; none: the
     Claude Code history), each response once, in no promised order.
 
-    THE SEAM for the on-disk index (H8): a replacement returns the same rows for the
-    same files, read from what it stored per transcript, and is swapped in here; every
-    report below depends on nothing else. Lines skipped and files that could not be
-    read are reported on stderr here; an error stops the run (``CachediagError``).
+    Unless ``options.index`` is off, the on-disk history index (``history.report_rows``)
+    answers: the same rows for the same files, read again only for the project groups
+    whose files changed; every report below depends on nothing else. Lines skipped and
+    files that could not be read are reported on stderr here; an error stops the run
+    (``CachediagError``).
     """
-    from cachediag.console import finish_reading
+    from cachediag.console import echo, finish_reading
     from cachediag.pipeline import Run, default_paths
 
+    if options.index:
+        from cachediag.history.report_rows import indexed_rows_for
+
+        try:
+            return indexed_rows_for(paths, options)
+        except OSError as exc:  # a cache folder not ours alone, a full disk: read it all
+            why = exc.strerror or str(exc)
+            echo(f"note: history index unavailable ({why}); reading every file", err=True)
     inputs = list(paths) or default_paths()
     run = Run(jobs=options.jobs)
     render = partial(_session_rows, pricing_file=options.pricing_file)
