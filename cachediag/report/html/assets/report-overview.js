@@ -11,7 +11,7 @@
     var cards = [
       ["sessions", String(OV.sessions)], ["requests", tokens(t.requests)],
       ["cost", rowUsd(t, t.cost_usd) + (t.unpriced_requests && t.unpriced_requests < t.requests ? "*" : "")],
-      ["re-cache cost (misses and rebuilds beyond a hit)", rowUsd(t, t.miss_cost_usd + t.rebuild_cost_usd)],
+      ["re-cache cost (misses and expected rebuilds beyond a hit)", rowUsd(t, t.miss_cost_usd + t.rebuild_cost_usd)],
       ["misses · their re-cache cost", tokens(t.misses) + " · " + rowUsd(t, t.miss_cost_usd)],
       ["expected rebuilds · their re-cache cost", tokens(t.expected_rebuilds) + " · " + rowUsd(t, t.rebuild_cost_usd)],
       ["re-cache cost share of spend", share(t.recache_share)],
