@@ -101,7 +101,8 @@ def analyze(
     Examples:
       cachediag analyze ~/.claude/projects/-home-me-app/0d1e...jsonl
       cat s.jsonl | cachediag analyze --json | jq '.prompt_cache.hit_ratio'
-      cachediag analyze --requests --jq '.requests[] | select(.outcome=="miss")' s.jsonl
+      cachediag analyze --requests s.jsonl \\
+        --jq '.requests[] | select(.outcome=="miss")'
       cachediag analyze --since 24h --timezone America/New_York
       cachediag analyze --agent codex --requests
     """

@@ -162,7 +162,7 @@ def audit(
     Examples:
       cachediag audit --by day --since 2026-01-01 --timezone Europe/Paris
       cachediag audit --by week --since 4w --tokens
-      cachediag audit --by gap                 miss rate by idle time: 5m or 1h TTL?
+      cachediag audit --by gap              miss rate by idle time: 5m or 1h TTL?
       cachediag audit --json | jq '.whatif.recommendation'
       cachediag audit --by model --csv > costs.csv
       cachediag audit /shared/cachediag --by host

@@ -113,7 +113,7 @@ def explain(
       cachediag explain capture.jsonl
       cachediag explain capture.jsonl --request 12 --json
       cachediag explain session.jsonl --message-id msg_01ABC
-      cachediag explain --since 1h          the last miss of the past hour's session
+      cachediag explain --since 1h      the last miss of the past hour's session
     """
     from cachediag.analysis.compare import default_target, explain_request
     from cachediag.pipeline import Run, default_paths

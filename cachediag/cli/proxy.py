@@ -100,7 +100,7 @@ def proxy(
       cachediag proxy &              # or in its own terminal
       cachediag proxy install        # env.ANTHROPIC_BASE_URL in settings.json
     Then analyze, explain and statusline name causes transcripts cannot show
-    (tools_changed with the tools' names, system_prompt_changed, betas_changed...).
+    (tools_changed with the tools' names, system_prompt_changed, betas_changed).
 
     \b
     Read the records:  cachediag analyze ~/.local/state/cachediag/captures

@@ -79,7 +79,8 @@ def statusline(
     \b
     Fields for --format: {model} {session_cost} {today_cost} {block_cost}
     {block_left} {context_tokens} {context_pct} {rate_5h} {rate_7d} {hit} {warm}
-    {misses} {cost} {last} {agents} {rebuilds} {ttl} {requests} {source} {partial}.
+    {misses} {cost} {last} {agents} {rebuilds} {ttl} {requests} {source}
+    {partial}.
     An empty field drops with the text before it. Ready-made templates:
     --preset full|compact|cache (cache: the cache alone).
     \b
