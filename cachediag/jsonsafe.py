@@ -33,8 +33,8 @@ def escape_json(text: str) -> str:
     """JSON text with the characters of ``_ESCAPED`` written as ``\\u`` escapes. Only
     valid JSON goes in, where such characters can only be inside strings. Text that is
     ASCII (an O(1) test) is returned as it is, and so is text whose UTF-8 has no 0xC2, no
-    0xE2 0x80 and no 0xED (a surrogate's lead) (encoding and byte searches: a quarter of
-    what the pattern's own search costs)."""
+    0xE2 0x80 and no 0xED (a surrogate's lead): encoding and searching bytes costs less
+    than the pattern's own search."""
     if text.isascii():
         return text
     data = text.encode("utf-8", "surrogatepass")  # json.dumps keeps a lone surrogate

@@ -63,8 +63,7 @@ ADVICE: dict[Policy, str] = {
     Policy.AS_HAPPENED: "keep what you have",
     Policy.TTL_5M: "use the 5-minute TTL everywhere",
     Policy.TTL_1H: "use the 1-hour TTL everywhere",
-    # What the policy achieves, not a step: Claude Code sends no keep-alive requests (the
-    # audit's "How:" line says so and names what it can do instead).
+    # What it achieves, not a step: Claude Code sends no keep-alives (see audit's "How:").
     Policy.KEEP_ALIVE: "keep the cache alive through pauses",
     Policy.EVIDENCE: "start with 5 minutes, switch to 1 hour after the first miss a pause "
     "under an hour caused",

@@ -196,7 +196,7 @@ def audit(
         run = dataset_audit(list(paths), GroupBy(grouping), options, session_lines=as_json)
         if gc.isenabled():
             # The report of 100,000 sessions is a million small objects, no garbage:
-            # the cycle collector would walk them over and over (a third of its time).
+            # the cycle collector would walk them over and over for nothing.
             gc.disable()
             click.get_current_context().call_on_close(gc.enable)
     elif grouping in ("host", "user"):
