@@ -4,9 +4,10 @@ Scripts run ``analyze --json`` over and over, and on a short history loading cli
 every command's options is a visible part of each run (docs/benchmarks.md has today's
 figure). So ``entry`` hands the arguments here first. When they are only paths and the
 options of ``commands.options.ANALYZE`` (``analyze_args``), the run happens here as
-``cli.analyze`` does it, from the same pieces (``commands.analyze``): the same lines in the same order,
-the same notes, errors and exit status (``console.run_guarded``). Anything else (help,
-another option, stdin, an odd value) goes to click, which reads and checks it.
+``cli.analyze`` does it, from the same pieces (``commands.analyze``): the same lines in
+the same order, the same notes, errors and exit status (``console.run_guarded``).
+Anything else (help, another option, stdin, an odd value) goes to click, which reads and
+checks it.
 """
 
 from __future__ import annotations
