@@ -233,7 +233,9 @@ def test_statusline_install_and_uninstall_as_users_run_them(tmp_path: Path) -> N
     done = entry("uninstall", "--settings", str(path))
     assert done.returncode == 0, done.stderr
     said, _, backup = done.stdout.partition(" (backup: ")
-    assert said == f"{path}: statusLine undone; the file is byte for byte as it was before cachediag"
+    assert said == (
+        f"{path}: statusLine undone; the file is byte for byte as it was before cachediag"
+    )
     assert Path(backup.removesuffix(")\n")) in backups(tmp_path)
     assert path.read_bytes() == ORIGINAL
     again = CliRunner().invoke(main, ["statusline", "uninstall", "--settings", str(path)])
