@@ -31,6 +31,8 @@ from cachediag.analysis.ledger import (
     Ledger,
     LedgerEntry,
     Outcome,
+    miss_evidence,
+    run_ledger,
 )
 from cachediag.analysis.session_analysis import SessionAnalysis, StreamAnalysis
 from cachediag.analysis.summary import build_prompt_cache
@@ -77,17 +79,10 @@ class GeminiLedger(Ledger):
         reprocessed = max(0, could_read - cur_read)
         if not (cur_read < MISS_READ_SHARE * could_read and reprocessed >= MISS_MIN_TOKENS):
             return Outcome.HIT, 0, None, None
-        idle = cur.at - (prev.at if announce_at is None else max(prev.at, announce_at))
-        evidence = MissEvidence(
-            gap_s=idle,
-            ttl_in_force=prev.ttl,
-            prev_cached_tokens=prev.total_tokens,
-            read_tokens=cur_read,
-            fell_back_to="nothing" if cur_read == 0 else "earlier_prefix",
-            model_before=prev.model,
-            model_after=cur.model,
+        evidence = miss_evidence(
+            prev, cur, announce_at, prev.ttl, prev.total_tokens, server_said=False
         )
-        if kind is not None and idle < self.retention_s:
+        if kind is not None and evidence.gap_s < self.retention_s:
             return Outcome.EXPECTED, reprocessed, None, evidence
         diagnosis = diagnose_miss(prev, cur, evidence, self.retention_s)
         # The agent's own record, not request bodies: named as a transcript's model is.
@@ -100,9 +95,7 @@ class GeminiLedger(Ledger):
 def run_gemini_ledger(
     items: Iterable[StreamItem], retention_s: float = DEFAULT_RETENTION_S
 ) -> tuple[Ledger, list[LedgerEntry]]:
-    ledger = GeminiLedger(retention_s=retention_s)
-    entries = [e for e in map(ledger.feed, items) if e is not None]
-    return ledger, entries
+    return run_ledger(items, GeminiLedger(retention_s=retention_s))
 
 
 def analyze_gemini_stream(log: StreamLog, now: float, retention_s: float) -> StreamAnalysis:

@@ -167,22 +167,8 @@ class Ledger:
         if not (cur_read < MISS_READ_SHARE * could_read and reprocessed >= MISS_MIN_TOKENS):
             return Outcome.HIT, 0, None, None
         window = TTL_SECONDS[self.prev_ttl]
-        # A compaction touches the cache, so the clock restarts at the announcement.
-        idle = cur.at - (prev.at if announce_at is None else max(prev.at, announce_at))
-        said = cur.server_reason
-        evidence = MissEvidence(
-            gap_s=idle,
-            ttl_in_force=self.prev_ttl,
-            prev_cached_tokens=prev_cached,
-            read_tokens=cur_read,
-            fell_back_to="nothing" if cur_read == 0 else "earlier_prefix",
-            model_before=prev.model,
-            model_after=cur.model,
-            server_reason=None if said is None else said.type,
-            server_missed_tokens=None if said is None else said.missed_tokens,
-            server_reusable_tokens=None if said is None else said.reusable_tokens,
-        )
-        if kind is not None and idle < window:
+        evidence = miss_evidence(prev, cur, announce_at, self.prev_ttl, prev_cached)
+        if kind is not None and evidence.gap_s < window:
             return Outcome.EXPECTED, reprocessed, None, evidence
         return Outcome.MISS, reprocessed, diagnose_miss(prev, cur, evidence, window), evidence
 
@@ -206,8 +192,39 @@ class Ledger:
                     self.miss_causes[cause.value] = self.miss_causes.get(cause.value, 0) + 1
 
 
-def run_ledger(items: Iterable[StreamItem]) -> tuple[Ledger, list[LedgerEntry]]:
-    """Replay a whole stream; returns the final state and one entry per request."""
-    ledger = Ledger()
+def miss_evidence(
+    prev: RequestRecord,
+    cur: RequestRecord,
+    announce_at: float | None,
+    ttl: str,
+    prev_cached: int,
+    *,
+    server_said: bool = True,
+) -> MissEvidence:
+    """What a shortfall looked like, for every provider's ledger; ``server_said=False``
+    where the provider's log carries no reason of its own."""
+    # A compaction touches the cache, so the clock restarts at the announcement.
+    idle = cur.at - (prev.at if announce_at is None else max(prev.at, announce_at))
+    said = cur.server_reason if server_said else None
+    return MissEvidence(
+        gap_s=idle,
+        ttl_in_force=ttl,
+        prev_cached_tokens=prev_cached,
+        read_tokens=cur.cache_read_tokens,
+        fell_back_to="nothing" if cur.cache_read_tokens == 0 else "earlier_prefix",
+        model_before=prev.model,
+        model_after=cur.model,
+        server_reason=None if said is None else said.type,
+        server_missed_tokens=None if said is None else said.missed_tokens,
+        server_reusable_tokens=None if said is None else said.reusable_tokens,
+    )
+
+
+def run_ledger(
+    items: Iterable[StreamItem], ledger: Ledger | None = None
+) -> tuple[Ledger, list[LedgerEntry]]:
+    """Replay a whole stream through ``ledger`` (Claude's by default); returns the final
+    state and one entry per request."""
+    ledger = Ledger() if ledger is None else ledger
     entries = [e for e in map(ledger.feed, items) if e is not None]
     return ledger, entries

@@ -26,6 +26,8 @@ from cachediag.analysis.ledger import (
     Ledger,
     LedgerEntry,
     Outcome,
+    miss_evidence,
+    run_ledger,
 )
 from cachediag.analysis.session_analysis import SessionAnalysis, StreamAnalysis
 from cachediag.analysis.summary import build_prompt_cache
@@ -75,21 +77,8 @@ class OpenAILedger(Ledger):
         if not (cur_read < MISS_READ_SHARE * could_read and reprocessed >= MISS_MIN_TOKENS):
             return Outcome.HIT, 0, None, None
         window = TTL_SECONDS[prev.ttl]
-        idle = cur.at - (prev.at if announce_at is None else max(prev.at, announce_at))
-        said = cur.server_reason
-        evidence = MissEvidence(
-            gap_s=idle,
-            ttl_in_force=prev.ttl,
-            prev_cached_tokens=prev.total_tokens,
-            read_tokens=cur_read,
-            fell_back_to="nothing" if cur_read == 0 else "earlier_prefix",
-            model_before=prev.model,
-            model_after=cur.model,
-            server_reason=None if said is None else said.type,
-            server_missed_tokens=None if said is None else said.missed_tokens,
-            server_reusable_tokens=None if said is None else said.reusable_tokens,
-        )
-        if kind is not None and idle < window:
+        evidence = miss_evidence(prev, cur, announce_at, prev.ttl, prev.total_tokens)
+        if kind is not None and evidence.gap_s < window:
             return Outcome.EXPECTED, reprocessed, None, evidence
         diagnosis = diagnose_miss(prev, cur, evidence, window)
         if diagnosis.causes == (Cause.LIKELY_SERVER_SIDE,) and (
@@ -116,9 +105,7 @@ def _captured(prev: RequestRecord, cur: RequestRecord) -> bool:
 
 
 def run_openai_ledger(items: list[StreamItem]) -> tuple[Ledger, list[LedgerEntry]]:
-    ledger = OpenAILedger()
-    entries = [e for e in map(ledger.feed, items) if e is not None]
-    return ledger, entries
+    return run_ledger(items, OpenAILedger())
 
 
 def analyze_openai_stream(log: StreamLog, now: float) -> StreamAnalysis:
