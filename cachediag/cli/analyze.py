@@ -21,7 +21,8 @@ from cachediag.commands.analyze import (
     writes_json,
 )
 from cachediag.commands.options import JOBS
-from cachediag.commands.window import Bound, first_at, in_window, resolve_window, zone_or_local
+from cachediag.commands.session_tables import print_session_tables
+from cachediag.commands.window import Bound, resolve_window, zone_or_local
 from cachediag.console import finish_reading
 
 if TYPE_CHECKING:
@@ -140,38 +141,15 @@ def analyze(
         json_lines(run, path_list, stdin, clock, render, jq_filter, progress)
         progress = None
     else:
-        from rich.console import RenderableType
-
-        from cachediag.console import SafeConsole
-        from cachediag.pricing import price_function, pricing_source
-        from cachediag.report.tables import SessionTotals, session_report, totals_lines
-
-        price_of, source = price_function(pricing_file), pricing_source(pricing_file)
-        console = SafeConsole()
-        shown: list[tuple[float, int, list[RenderableType]]] = []
-        totals = SessionTotals()
-        for a in run.sessions(path_list, stdin, clock):
-            if not window.open and not in_window(a, window):
-                continue
-            totals.add(a, price_of)
-            parts = session_report(a, price_of, source, zone=display, width=console.width)
-            shown.append((first_at(a), len(shown), list(parts)))
-        if progress:
-            progress.close()
-            progress = None
-        for n, (_, _, parts) in enumerate(sorted(shown, key=lambda s: (s[0], s[1]))):
-            if n:
-                console.print()
-            for part in parts:
-                console.print(part, soft_wrap=True)
-        if len(shown) > 1:
-            console.print()
-            for part in totals_lines(totals, width=console.width):
-                console.print(part, soft_wrap=True)
-        if not shown and not run.errors and not run.unreadable:
-            click.echo(
-                "No sessions found." if window.open else "No sessions in that window.", err=True
-            )
+        print_session_tables(
+            run.sessions(path_list, stdin, clock),
+            pricing_file,
+            window,
+            display,
+            read_clean=lambda: not run.errors and not run.unreadable,
+            read_done=progress.close if progress else None,
+        )
+        progress = None
     if progress:
         progress.close()
     finish_reading(run.issues, run.unreadable, run.errors, run.nothing_read)

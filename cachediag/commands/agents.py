@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cachediag.commands.analyze import SessionJson, TimeOrder
-from cachediag.commands.window import Window, first_at, in_window
+from cachediag.commands.session_tables import print_session_tables
+from cachediag.commands.window import Window
 from cachediag.console import echo_lines, emit_json, finish_reading
 from cachediag.errors import InputError
 from cachediag.ingest.agents import AGENTS
@@ -112,30 +113,10 @@ def analyze_agents(
 
 
 def _tables(found: Found, pricing_file: Path | None, window: Window, zone: tzinfo) -> None:
-    from rich.console import RenderableType
-
-    from cachediag.console import SafeConsole, echo
-    from cachediag.pricing import price_function, pricing_source
-    from cachediag.report.tables import SessionTotals, session_report, totals_lines
-
-    price_of, source = price_function(pricing_file), pricing_source(pricing_file)
-    console = SafeConsole()
-    shown: list[tuple[float, int, list[RenderableType]]] = []
-    totals = SessionTotals()
-    for _, a in found.sessions:
-        if not window.open and not in_window(a, window):
-            continue
-        totals.add(a, price_of)
-        parts = session_report(a, price_of, source, zone=zone, width=console.width)
-        shown.append((first_at(a), len(shown), list(parts)))
-    for n, (_, _, parts) in enumerate(sorted(shown, key=lambda s: (s[0], s[1]))):
-        if n:
-            console.print()
-        for part in parts:
-            console.print(part, soft_wrap=True)
-    if len(shown) > 1:
-        console.print()
-        for part in totals_lines(totals, width=console.width):
-            console.print(part, soft_wrap=True)
-    if not shown and not found.errors and not found.unreadable:
-        echo("No sessions found." if window.open else "No sessions in that window.", err=True)
+    print_session_tables(
+        (a for _, a in found.sessions),
+        pricing_file,
+        window,
+        zone,
+        read_clean=lambda: not found.errors and not found.unreadable,
+    )
