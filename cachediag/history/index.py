@@ -92,12 +92,12 @@ def rows_by_file(
     ``stats.incomplete`` says the answer is not whole (the status line's budget)."""
     stats = stats if stats is not None else Stats()
     where = store.index_path(kind, root)
-    files = _load(where, codec.schema)["files"]
+    files = load_or_empty(where, codec.schema)["files"]
     if all(p in files and unchanged_since(files[p].get("cursor"), p) for p in paths):
         stats.unchanged += len(paths)
         return [_decode(files[p], codec) for p in paths]
     with store.locked(where):
-        index = _load(where, codec.schema)  # again: another process may have written it
+        index = load_or_empty(where, codec.schema)  # again: another process may have written it
         files = index["files"]
         out: list[list[Row]] = []
         for path in paths:
@@ -122,7 +122,8 @@ def rows_by_file(
     return out
 
 
-def _load(where: str, schema: str) -> store.Index:
+def load_or_empty(where: str, schema: str) -> store.Index:
+    """The index at ``where``; an empty one in place of one that cannot be used."""
     try:
         return store.load(where, schema)
     except store.BadIndex:

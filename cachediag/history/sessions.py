@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from cachediag.follow.files import file_signature, unchanged_since
 from cachediag.history import store
-from cachediag.history.index import RowCodec, Stats
+from cachediag.history.index import RowCodec, Stats, load_or_empty
 
 Row = TypeVar("Row")
 Compute = Callable[[str, Sequence[str]], list[Row]]
@@ -39,12 +39,12 @@ def rows_by_session(
     the index holds none for those files as they are now."""
     stats = stats if stats is not None else Stats()
     where = store.index_path(kind, root)
-    groups = _load(where, codec.schema)["files"]
+    groups = load_or_empty(where, codec.schema)["files"]
     if all(unchanged_group(groups.get(key), files) for key, files in sessions):
         stats.unchanged += len(sessions)
         return [_decode(groups[key], codec) for key, _ in sessions]
     with store.locked(where):
-        index = _load(where, codec.schema)
+        index = load_or_empty(where, codec.schema)
         groups = index["files"]
         out: list[list[Row]] = []
         for key, files in sessions:
@@ -63,13 +63,6 @@ def rows_by_session(
             del groups[key]
         store.save(where, index)
     return out
-
-
-def _load(where: str, schema: str) -> store.Index:
-    try:
-        return store.load(where, schema)
-    except store.BadIndex:
-        return {"schema": schema, "files": {}}
 
 
 def unchanged_group(entry: Any, files: Sequence[str]) -> bool:
