@@ -23,7 +23,7 @@ def require_module(name: str) -> Any:
     except ImportError:
         if os.environ.get("CI"):
             pytest.fail(f"{name} is not installed, but .ci/run installs it")
-        pytest.skip(f"{name} is not installed (pip install 'cachediag[fleet]')")
+        pytest.skip(f"{name} is not installed (pip install '.[fleet]')")
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> Any:

@@ -222,7 +222,7 @@ def test_missing_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
     from cachediag.dataset import require
     from cachediag.errors import CachediagError
 
-    with pytest.raises(CachediagError, match=r"cachediag\[fleet\]"):
+    with pytest.raises(CachediagError, match=r"pip install '\.\[fleet\]'.*the fleet extra"):
         require("duckdb")
 
 

@@ -36,7 +36,7 @@ def test_missing_aiohttp_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setitem(sys.modules, "aiohttp", None)
     result = CliRunner().invoke(main, ["proxy"])
     assert result.exit_code == 1
-    assert "pip install 'cachediag[proxy]'" in result.stderr
+    assert "pip install '.[proxy]' in cachediag's checkout (the proxy extra)" in result.stderr
 
 
 def test_help_shows_the_two_line_setup() -> None:

@@ -82,7 +82,7 @@ def export(
     on every laptop into one shared folder. PATHS default to all Claude Code history.
     The proxy's captures are joined as audit joins them (--captures), so a dataset holds
     the requests only they hold and its audit agrees with `cachediag audit PATHS`.
-    Needs the extra: pip install 'cachediag[fleet]'.
+    Needs the fleet extra: pip install '.[fleet]' in cachediag's checkout.
 
     \b
     Examples:

@@ -107,7 +107,7 @@ def proxy(
 
     --allow-remote: whoever reaches a non-loopback address can use the credentials your
     client sends through it and read the answers. Keep the default unless you must.
-    Needs the proxy extra: pip install 'cachediag[proxy]'.
+    Needs the proxy extra: pip install '.[proxy]' in cachediag's checkout.
     """
     if ctx.invoked_subcommand is not None:
         return

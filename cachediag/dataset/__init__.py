@@ -19,7 +19,8 @@ from types import ModuleType
 
 from cachediag.errors import CachediagError
 
-EXTRA = "cachediag[fleet]"
+EXTRA = ".[fleet]"
+"""The extra, as pip takes it in cachediag's checkout (the project is installed from one)."""
 
 
 class MissingExtraError(CachediagError):
@@ -34,7 +35,8 @@ def require(module: str) -> ModuleType:
         return import_module(module)
     except ImportError as exc:
         raise MissingExtraError(
-            f"datasets need DuckDB and pyarrow: pip install '{EXTRA}' ({exc})"
+            f"datasets need DuckDB and pyarrow: pip install '{EXTRA}' in cachediag's "
+            f"checkout (the fleet extra) ({exc})"
         ) from exc
 
 
@@ -69,4 +71,6 @@ def arrow_table(result: object) -> object:
         method = getattr(result, name, None)
         if method is not None:
             return method()
-    raise MissingExtraError(f"this DuckDB cannot hand results to pyarrow; pip install '{EXTRA}'")
+    raise MissingExtraError(
+        f"this DuckDB cannot hand results to pyarrow; pip install '{EXTRA}' (the fleet extra)"
+    )

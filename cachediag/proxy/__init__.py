@@ -13,7 +13,7 @@ from cachediag.errors import CachediagError
 
 DEFAULT_LISTEN = "127.0.0.1:8787"
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
-EXTRA_HINT = "pip install 'cachediag[proxy]'"
+EXTRA_HINT = "pip install '.[proxy]' in cachediag's checkout (the proxy extra)"
 
 
 def require_aiohttp() -> None:
