@@ -98,6 +98,21 @@ AGENTS: dict[str, Agent] = {
 }
 
 
+_FORMAT_AGENT = {
+    "codex-rollout": "codex",
+    "gemini-cli": "gemini",
+    "opencode": "opencode",
+    "opencode-auto": "opencode",
+}
+"""Each agent reader's formats (``FORMAT`` of ingest.codex, .gemini, .opencode); every
+other format (transcripts, captures, OpenTelemetry, request logs) is Claude Code's."""
+
+
+def agent_of(log_format: str) -> str:
+    """The agent whose log a session's ``SessionLog.format`` names."""
+    return _FORMAT_AGENT.get(log_format, "claude")
+
+
 def agent_names() -> list[str]:
     return list(AGENTS)
 
