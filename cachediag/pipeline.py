@@ -11,8 +11,10 @@ from functools import partial
 from pathlib import Path
 from typing import IO, Generic, TypeVar
 
-from cachediag.analysis.session_analysis import SessionAnalysis, analyze_session
+from cachediag.analysis.ledgers import analyze_log
+from cachediag.analysis.session_analysis import SessionAnalysis
 from cachediag.errors import CachediagError, InputError
+from cachediag.ingest.agents import AGENTS, agent_of, session_files
 from cachediag.ingest.discover import SessionSource, claude_projects_dirs, discover
 from cachediag.ingest.reader import Claims, read_sessions, read_stdin
 from cachediag.ingest.skipped import Skipped
@@ -30,15 +32,36 @@ def stdin_is_piped(stream: IO[bytes] | None = None) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISREG(mode)
 
 
-def default_paths() -> list[Path]:
-    """Every Claude Code history folder that exists (``claude_projects_dirs``)."""
-    places = claude_projects_dirs()
-    found = [p for p in places if p.is_dir()]
+Agents = frozenset[str] | None
+"""The agents a run reads (``ingest.agents`` names); ``None``: every agent found."""
+
+
+def default_paths(agents: Agents = frozenset({"claude"})) -> list[Path]:
+    """The history with no path given: every Claude Code history folder that exists
+    (``claude_projects_dirs``) and each other agent's session files (``ingest.agents``:
+    its home's override, else under ``$HOME``), for the agents asked for."""
+    wanted = [name for name in AGENTS if agents is None or name in agents]
+    found: list[Path] = []
+    tried: list[str] = []
+    for name in wanted:
+        if name == "claude":
+            places = claude_projects_dirs()
+            found += [p for p in places if p.is_dir()]
+            via = " ($CLAUDE_CONFIG_DIR)" if os.environ.get("CLAUDE_CONFIG_DIR", "").strip() else ""
+            tried.append(", ".join(str(p) for p in places) + via)
+        else:
+            found += session_files(name)
+            agent = AGENTS[name]
+            tried.append(f"{agent.home()}/{agent.pattern}")
     if not found:
-        tried = ", ".join(str(p) for p in places)
-        via = " ($CLAUDE_CONFIG_DIR)" if os.environ.get("CLAUDE_CONFIG_DIR", "").strip() else ""
+        if "claude" in wanted:
+            whose = "Claude Code history found" + (
+                "" if wanted == ["claude"] else " (nor another agent's)"
+            )
+        else:
+            whose = f"{' or '.join(wanted)} sessions found"
         raise InputError(
-            f"no path given and no Claude Code history found; tried {tried}{via} "
+            f"no path given and no {whose}; tried {'; '.join(tried)} "
             "(pass a transcript, a folder, or pipe a log on stdin)"
         )
     return found
@@ -63,6 +86,8 @@ class SourceResult(Generic[T]):
     error: str | None = None
     unreadable: list[LineIssue] = field(default_factory=list)
     """Files of the session that could not be read (the rest of it was)."""
+    agent: str = "claude"
+    """Whose session it is (``ingest.agents.agent_of`` its format)."""
 
 
 def analyze_source(
@@ -71,6 +96,7 @@ def analyze_source(
     render: Callable[[SessionAnalysis], T],
     claimed: Claims | None = None,
     enrich: Enrich | None = None,
+    seen: set[tuple[str, str, str]] | None = None,
 ) -> list[SourceResult[T]]:
     """Read, analyse and render one source's sessions (an OpenTelemetry export holds many).
 
@@ -83,6 +109,12 @@ def analyze_source(
         return [SourceResult(None, [], error=str(exc))]
     results: list[SourceResult[T]] = []
     for log in logs:
+        if src.reader is not None and seen is not None:
+            # Gemini CLI's reader gives a resumed session whole for each of its files.
+            key = (log.format, log.session_id, log.source)
+            if key in seen:
+                continue
+            seen.add(key)
         if enrich is not None:
             log = enrich(log)
         unreadable = log.unreadable
@@ -91,8 +123,9 @@ def analyze_source(
         elif log.main_unreadable and not any(s.items for s in log.streams.values()):
             results.append(SourceResult(None, log.issues, passed_over=True, unreadable=unreadable))
         else:
-            value = render(analyze_session(log, now))
-            results.append(SourceResult(value, log.issues, unreadable=unreadable))
+            value = render(analyze_log(log, now))
+            agent = agent_of(log.format)
+            results.append(SourceResult(value, log.issues, unreadable=unreadable, agent=agent))
     return results
 
 
@@ -109,11 +142,12 @@ def analyze_group(
     in the session that made it. Results come back in the group's own order.
     """
     claimed: Claims = {}
+    seen: set[tuple[str, str, str]] = set()
     order = sorted(range(len(group)), key=lambda i: (_mtime(group[i]), i))
     # Memory: the claims hold one key per response of the group, never its lines.
     results: dict[int, list[SourceResult[T]]] = {}
     for i in order:
-        results[i] = analyze_source(group[i], now, render, claimed, enrich)
+        results[i] = analyze_source(group[i], now, render, claimed, enrich, seen)
     return [result for i in range(len(group)) for result in results[i]]
 
 
@@ -199,6 +233,11 @@ class Run:
     enrich: Enrich | None = None
     """Applied to each session read, before analysis (e.g. joining capture records);
     must pickle, like ``render``."""
+    agents: Agents = None
+    """Only these agents' sessions (``--agent``); ``None``: every session read."""
+    agents_found: set[str] = field(default_factory=set)
+    """Whose files the paths hold, as their names say (``SessionSource.reader``), known
+    once they are found, before the first session is yielded: whether rows name it."""
 
     def sessions(
         self, paths: list[Path], stdin: IO[bytes] | None, now: float
@@ -213,14 +252,28 @@ class Run:
         render: Callable[[SessionAnalysis], T],
     ) -> Iterator[T]:
         """``render`` of every session, in input order; ``render`` must pickle."""
+        return (value for _, value in self.tagged(paths, stdin, now, render))
+
+    def tagged(
+        self,
+        paths: list[Path],
+        stdin: IO[bytes] | None,
+        now: float,
+        render: Callable[[SessionAnalysis], T],
+    ) -> Iterator[tuple[str, T]]:
+        """(agent, ``render`` of the session) of every session, in input order."""
         file_paths = [p for p in paths if str(p) != "-"]
         if stdin is not None and len(file_paths) != len(paths):
             for log in read_stdin(stdin):
                 log = self.enrich(log) if self.enrich is not None else log
                 self.issues.extend(log.issues)
                 self.sessions_read += 1
-                yield render(analyze_session(log, now))
+                yield "claude", render(analyze_log(log, now))
         sources = discover(file_paths, self.unreadable.append) if file_paths else []
+        if self.agents is not None:
+            # By name first: another agent's files are not read at all.
+            sources = [src for src in sources if (src.reader or "claude") in self.agents]
+        self.agents_found.update(src.reader or "claude" for src in sources)
         if self.on_progress is not None and sources:
             # The count before any is read: a project folder is read whole before its
             # first result, so the first call after reading would come late.
@@ -240,8 +293,10 @@ class Run:
             self.issues.extend(result.issues)
             self.unreadable.extend(result.unreadable)
             if result.value is not None:
+                if self.agents is not None and result.agent not in self.agents:
+                    continue
                 self.sessions_read += 1
-                yield result.value
+                yield result.agent, result.value
 
     @property
     def nothing_read(self) -> bool:

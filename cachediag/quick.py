@@ -140,7 +140,7 @@ def analyze(args: QuickArgs) -> None:
     progress = table_progress()
     run.on_progress = progress.update if progress else None
     render = SessionJson(args.requests, None)
-    json_lines(run, args.paths, None, clock, render, None, progress)
+    json_lines(run, args.paths, None, clock, render, None, progress, None)
     finish_reading(run.issues, run.unreadable, run.errors, run.nothing_read)
 
 

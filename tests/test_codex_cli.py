@@ -82,5 +82,32 @@ def test_agent_all_tags_each_line(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     agents = sorted(json.loads(line)["agent"] for line in done.stdout.decode().splitlines())
     assert agents == ["claude", "codex"]
-    refused = run("--agent", "all", str(TRANSCRIPT))
-    assert refused.returncode != 0 and b"--agent all" in refused.stderr
+    # The default is every agent found: the same sessions, each line naming its agent
+    # since the history holds two agents' sessions.
+    default = run("--json", env={"HOME": str(home)})
+    assert default.returncode == 0, default.stderr
+    assert default.stdout == done.stdout
+    # Paths are read by whichever reader their files need: all tags every line.
+    rollout = next((home / ".codex").rglob("rollout-*.jsonl"))
+    named = run("--agent", "all", "--json", str(TRANSCRIPT), str(rollout))
+    assert named.returncode == 0, named.stderr
+    lines = [json.loads(line) for line in named.stdout.decode().splitlines()]
+    assert sorted(line["agent"] for line in lines) == ["claude", "codex"]
+
+
+def test_default_reads_every_agents_files_named(tmp_path: Path) -> None:
+    """No --agent: a Claude transcript alone prints as it always has (no "agent"); with
+    a Codex rollout beside it, every line names its agent; --agent codex keeps only the
+    rollout's session, untagged, from the same paths read by the pipeline."""
+    rollout = next(HOME.rglob("rollout-*.jsonl"))
+    alone = run("--json", str(TRANSCRIPT))
+    assert alone.returncode == 0 and b'"agent"' not in alone.stdout
+    both = run("--json", str(TRANSCRIPT), str(rollout))
+    assert both.returncode == 0, both.stderr
+    tagged = [json.loads(line) for line in both.stdout.decode().splitlines()]
+    assert sorted(t["agent"] for t in tagged) == ["claude", "codex"]
+    codex_line = next(t for t in tagged if t["agent"] == "codex")
+    only = run("--agent", "codex", "--json", str(rollout))
+    assert only.returncode == 0, only.stderr
+    untagged = json.loads(only.stdout)
+    assert {k: v for k, v in codex_line.items() if k != "agent"} == untagged

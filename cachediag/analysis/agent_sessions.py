@@ -9,31 +9,13 @@ is for Claude Code.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cachediag.analysis.gemini_cache import analyze_gemini_session
-from cachediag.analysis.openai_cache import analyze_openai_session
-from cachediag.analysis.session_analysis import SessionAnalysis, analyze_session
-from cachediag.ingest import codex, gemini, opencode
-from cachediag.ingest.agents import AGENTS, read_logs, session_files
+from cachediag.analysis.ledgers import analyze_log
+from cachediag.analysis.session_analysis import SessionAnalysis
+from cachediag.ingest.agents import AGENTS, is_session, read_logs, session_files
 from cachediag.model import LineIssue, SessionLog
-
-Analyzer = Callable[[SessionLog, float], SessionAnalysis]
-
-LEDGERS: dict[str, Analyzer] = {
-    codex.FORMAT: analyze_openai_session,
-    gemini.FORMAT: analyze_gemini_session,
-    # opencode's rows in OpenAI's cached-only form (its Anthropic rows keep Claude's).
-    opencode.AUTO_FORMAT: analyze_openai_session,
-}
-"""The provider's ledger for each format an agent reader writes (Claude Code's own
-ledger for the rest)."""
-
-
-def analyze_log(log: SessionLog, now: float) -> SessionAnalysis:
-    return LEDGERS.get(log.format, analyze_session)(log, now)
 
 
 @dataclass(slots=True)
@@ -66,10 +48,6 @@ def _files(name: str, paths: list[Path]) -> tuple[list[Path], list[str]]:
     return found, errors
 
 
-def _is_log(log: SessionLog) -> bool:
-    return any(s.items for s in log.streams.values()) or log.cwd is not None
-
-
 def analyze_agent(name: str, paths: list[Path], now: float) -> AgentRun:
     """Every session of agent ``name`` under ``paths`` (none: its home), analysed."""
     if name not in AGENTS or (AGENTS[name].reader is None and AGENTS[name].many is None):
@@ -86,7 +64,7 @@ def _add(run: AgentRun, name: str, path: Path, log: SessionLog, now: float) -> N
     run.unreadable += log.unreadable
     if log.unreadable:
         return
-    if not _is_log(log):
+    if not is_session(log):
         first = log.issues[0] if log.issues else None
         why = f" (line {first.line}: {first.reason})" if first else " (empty)"
         article = "an" if name[:1] in "aeiou" else "a"

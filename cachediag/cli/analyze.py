@@ -11,9 +11,9 @@ from typing import IO, TYPE_CHECKING
 import click
 
 from cachediag.cli.captures import capture_join, captures_option
-from cachediag.cli.common import EPOCH, pricing_option
+from cachediag.cli.common import EPOCH, agent_option, pricing_option
 from cachediag.cli.window import window_options
-from cachediag.commands.agents import CLAUDE, agent_choices
+from cachediag.commands.agents import ALL, CLAUDE, agents_for
 from cachediag.commands.analyze import (
     SessionJson,
     json_lines,
@@ -26,7 +26,7 @@ from cachediag.commands.window import Bound, resolve_window, zone_or_local
 from cachediag.console import finish_reading
 
 if TYPE_CHECKING:
-    from cachediag.pipeline import Run
+    pass
 
 __all__ = ["analyze"]
 
@@ -55,13 +55,7 @@ __all__ = ["analyze"]
     help="Apply a jq program to each JSON object (implies --json); strings print raw.",
 )
 @captures_option
-@click.option(
-    "--agent",
-    type=click.Choice(agent_choices()),
-    help="Whose sessions: claude (the default: Claude Code, as without it), another agent "
-    "(no PATHS: its home, e.g. $CODEX_HOME or ~/.codex; see docs/agents.md), or all (every "
-    "agent's home).",
-)
+@agent_option
 @click.option(
     "--jobs",
     type=click.IntRange(min=JOBS.low),
@@ -110,27 +104,28 @@ def analyze(
     from cachediag.cli.stdin import piped_log
     from cachediag.pipeline import Run, default_paths
 
-    if agent not in (None, CLAUDE):
+    if agent not in (None, CLAUDE, ALL):
         assert agent is not None
-        run = Run(jobs=jobs, enrich=capture_join(captures_dir, no_captures))
         window_args = (since, until, zone)
-        _other_agent(
-            agent, paths, now, as_json, requests, jq_filter, window_args, pricing_file, run
-        )
+        _other_agent(agent, paths, now, as_json, requests, jq_filter, window_args, pricing_file)
         return
     if "-" in map(str, paths):
         stdin: IO[bytes] | None = sys.stdin.buffer
     else:
         # An empty pipe (cron) is "nothing piped": the history is read instead.
         stdin = None if paths else piped_log("analyze")
-    path_list = list(paths) if paths else ([Path("-")] if stdin is not None else default_paths())
+    agents = agents_for(agent)
+    if paths:
+        path_list = list(paths)
+    else:
+        path_list = [Path("-")] if stdin is not None else default_paths(agents)
     clock = time.time() if now is None else now
     as_json = writes_json(as_json, requests, jq_filter)
     # The machine's zone is looked up only when used: by the tables, or to place a bound.
     needs_zone = not as_json or since is not None or until is not None
     display = zone_or_local(zone) if needs_zone else UTC
     window = resolve_window(since, until, clock, display)
-    run = Run(jobs=jobs, enrich=capture_join(captures_dir, no_captures))
+    run = Run(jobs=jobs, enrich=capture_join(captures_dir, no_captures), agents=agents)
     # Output comes once every session is read (oldest first): a bar may use the terminal
     # meanwhile.
     progress = table_progress()
@@ -138,7 +133,7 @@ def analyze(
 
     if as_json:
         render = SessionJson(requests, pricing_file, window)
-        json_lines(run, path_list, stdin, clock, render, jq_filter, progress)
+        json_lines(run, path_list, stdin, clock, render, jq_filter, progress, agent)
         progress = None
     else:
         print_session_tables(
@@ -164,9 +159,9 @@ def _other_agent(
     jq_filter: str | None,
     window_args: tuple[Bound | None, Bound | None, tzinfo | None],
     pricing_file: Path | None,
-    run: Run,
 ) -> None:
-    """``--agent codex|all``: that agent's sessions (commands.agents), in the same shapes."""
+    """``--agent codex|gemini|opencode``: that agent's sessions (commands.agents), in the
+    same shapes; a file named that is not one of the agent's logs is an error."""
     from cachediag.commands.agents import analyze_agents
 
     since, until, zone = window_args
@@ -179,5 +174,4 @@ def _other_agent(
         agent, list(paths), clock,
         json_render=SessionJson(requests, pricing_file, window) if as_json else None,
         jq_filter=jq_filter, pricing_file=pricing_file, window=window, zone=display,
-        claude_run=run,
     )  # fmt: skip

@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from cachediag.commands.options import NOW, Option
+from cachediag.ingest.agents import AGENTS
 
 
 class FiniteFloat(click.ParamType):  # type: ignore[type-arg]
@@ -57,3 +58,12 @@ pricing_option = click.option(
     type=click.Path(path_type=Path, dir_okay=False),
     help="Price file: LiteLLM's JSON or cachediag's own (docs/audit.md).",
 )
+
+agent_option = click.option(
+    "--agent",
+    type=click.Choice([*AGENTS, "all"]),
+    help="Whose sessions: claude (Claude Code), codex, gemini (Gemini CLI), opencode, or "
+    "all; default: every agent whose history is found (no PATHS: each agent's home, e.g. "
+    "~/.claude/projects, $CODEX_HOME or ~/.codex; see docs/agents.md).",
+)
+"""``--agent`` of every command that reads history (``commands.agents.agents_for``)."""

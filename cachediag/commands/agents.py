@@ -1,9 +1,10 @@
-"""``analyze --agent``: the sessions of another agent (Codex CLI...), or of every agent
-found, in the shapes ``analyze`` prints for Claude Code.
+"""``--agent``: which agents' sessions a command reads, whether its rows name the agent,
+and ``analyze --agent NAME`` for one agent other than Claude Code.
 
-``--agent claude`` (and no ``--agent``) is the Claude Code run as it always was; this
-module serves the others. One agent's sessions print exactly as Claude Code's do; with
-``all`` each JSON line starts with ``"agent"`` and the tables follow in time order.
+With no ``--agent`` (or ``all``) the pipeline reads every agent's files (``pipeline.Run``
+with ``agents=None``); one agent's sessions print exactly as Claude Code's do. This
+module's ``analyze_agents`` keeps the strict reading of one named agent: a file named
+that is not one of its logs is an error.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from cachediag.ingest.agents import AGENTS
 if TYPE_CHECKING:
     from cachediag.analysis.session_analysis import SessionAnalysis
     from cachediag.model import LineIssue
-    from cachediag.pipeline import Run
 
 ALL = "all"
 CLAUDE = "claude"
@@ -33,6 +33,27 @@ CLAUDE = "claude"
 
 def agent_choices() -> list[str]:
     return [*AGENTS, ALL]
+
+
+def agents_for(choice: str | None) -> frozenset[str] | None:
+    """The agents ``--agent`` reads (``pipeline.Run.agents``); ``None``: every one found."""
+    if choice is None or choice == ALL:
+        return None
+    if choice not in AGENTS:
+        raise InputError(f"unknown agent {choice!r} (one of {', '.join(agent_choices())})")
+    return frozenset({choice})
+
+
+def names_agents(choice: str | None, found: set[str]) -> bool:
+    """Whether each row names its agent: always with ``--agent all``; by default when
+    the history read holds more than one agent's sessions; never for one agent named
+    (its rows keep the shape they have always had)."""
+    return choice == ALL or (choice is None and len(found) > 1)
+
+
+def tag_line(agent: str, line: str) -> str:
+    """A session's JSON line with ``"agent"`` first."""
+    return '{"agent":' + json.dumps(agent) + ("," + line[1:] if line[1:2] != "}" else "}")
 
 
 @dataclass(slots=True)
@@ -46,43 +67,20 @@ class Found:
     nothing_read: bool
 
 
-def _read(agent: str, paths: list[Path], now: float, claude_run: Run | None) -> Found:
+def _read(agent: str, paths: list[Path], now: float) -> Found:
     from cachediag.analysis.agent_sessions import analyze_agent
 
-    if agent == ALL and paths:
-        raise InputError("--agent all reads each agent's home: name one agent to read paths")
-    names = [n for n in AGENTS if n != CLAUDE] if agent == ALL else [agent]
-    if agent == ALL:
-        # Each agent's home that exists: one a user never ran is no error.
-        names = [n for n in names if AGENTS[n].home().is_dir()]
-    found = Found([], [], [], [], False)
-    if agent == ALL and claude_run is not None:
-        from cachediag.pipeline import default_paths
-
-        found.sessions += [(CLAUDE, a) for a in claude_run.sessions(default_paths(), None, now)]
-        found.issues += claude_run.issues
-        found.unreadable += claude_run.unreadable
-        found.errors += claude_run.errors
-    for name in names:
-        run = analyze_agent(name, paths, now)
-        found.sessions += [(name, a) for a in run.analyses]
-        found.issues += run.issues
-        found.unreadable += run.unreadable
-        found.errors += run.errors
-    found.nothing_read = bool(found.unreadable) and not found.sessions
-    return found
+    run = analyze_agent(agent, paths, now)
+    sessions = [(agent, a) for a in run.analyses]
+    nothing_read = bool(run.unreadable) and not sessions
+    return Found(sessions, run.issues, run.unreadable, run.errors, nothing_read)
 
 
-def _tagged(agent: str, line: str) -> str:
-    """The session's JSON line with ``"agent"`` first (``--agent all``)."""
-    return '{"agent":' + json.dumps(agent) + ("," + line[1:] if line[1:2] != "}" else "}")
-
-
-def _json_lines(found: Found, render: SessionJson, tag: bool) -> Iterator[tuple[float, str]]:
-    for agent, a in found.sessions:
+def _json_lines(found: Found, render: SessionJson) -> Iterator[tuple[float, str]]:
+    for _, a in found.sessions:
         at, line = render(a)
         if line:
-            yield at, _tagged(agent, line) if tag else line
+            yield at, line
 
 
 def analyze_agents(
@@ -95,13 +93,12 @@ def analyze_agents(
     pricing_file: Path | None,
     window: Window,
     zone: tzinfo,
-    claude_run: Run | None = None,
 ) -> None:
-    """The whole ``analyze --agent`` run for an agent other than Claude Code alone."""
-    found = _read(agent, paths, now, claude_run)
+    """The whole ``analyze --agent NAME`` run for one agent other than Claude Code."""
+    found = _read(agent, paths, now)
     if json_render is not None:
         with TimeOrder() as spool:
-            for at, line in _json_lines(found, json_render, agent == ALL):
+            for at, line in _json_lines(found, json_render):
                 spool.add(at, line)
             if jq_filter is None:
                 echo_lines(spool.lines())

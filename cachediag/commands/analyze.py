@@ -138,9 +138,14 @@ def json_lines(
     render: SessionJson,
     jq_filter: str | None,
     progress: Progress | None,
+    agent: str | None = "claude",
 ) -> None:
     """Every session's JSON line (or what ``jq_filter`` makes of it), oldest first, once
-    all are read; ``progress`` is closed before the output starts."""
+    all are read; ``progress`` is closed before the output starts. ``agent`` is the
+    ``--agent`` choice: each line starts with ``"agent"`` when it says so
+    (``commands.agents.names_agents``)."""
+    from cachediag.commands.agents import names_agents, tag_line
+
     with TimeOrder() as spool:
         # Reading makes many small objects and next to no garbage cycles: the collector
         # looks at what start-up made only once (frozen), and at new objects less often
@@ -149,7 +154,9 @@ def json_lines(
         gc.freeze()
         gc.set_threshold(max(threshold[0], 20_000), *threshold[1:])
         try:
-            for at, line in run.rendered(paths, stdin, now, render):
+            for whose, (at, line) in run.tagged(paths, stdin, now, render):
+                if names_agents(agent, run.agents_found) and line:
+                    line = tag_line(whose, line)
                 spool.add(at, line)
         finally:
             gc.set_threshold(*threshold)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 from cachediag.model import SessionLog
@@ -111,6 +112,24 @@ other format (transcripts, captures, OpenTelemetry, request logs) is Claude Code
 def agent_of(log_format: str) -> str:
     """The agent whose log a session's ``SessionLog.format`` names."""
     return _FORMAT_AGENT.get(log_format, "claude")
+
+
+def agent_named(name: str) -> str | None:
+    """The agent (not Claude Code) whose session files are named like ``name`` (the last
+    part of its pattern): read with that agent's reader, and as any other log when its
+    lines turn out not to be that agent's."""
+    for agent in AGENTS.values():
+        if agent.reader is None and agent.many is None:
+            continue
+        if fnmatchcase(name, agent.pattern.rsplit("/", 1)[-1]):
+            return agent.name
+    return None
+
+
+def is_session(log: SessionLog) -> bool:
+    """An agent reader found a session in the file (requests, or at least where it ran):
+    not a stray file under a matching name."""
+    return any(s.items for s in log.streams.values()) or log.cwd is not None
 
 
 def agent_names() -> list[str]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cachediag.errors import InputError
+from cachediag.ingest.agents import agent_named
 from cachediag.ingest.files import open_found
 from cachediag.ingest.jsonl import BadLine, parse_line
 from cachediag.ingest.transcript import agent_kind
@@ -53,6 +54,9 @@ class SessionSource:
     stats: dict[str, FileStat] = field(default_factory=dict)
     """(size, mtime) of its files as the folder walk saw them, by path: the fork decision,
     the work's order and the oldest copy need no stat of their own."""
+    reader: str | None = None
+    """The other agent (``ingest.agents``) whose session file ``main`` is named as: read
+    with that agent's reader first. ``None``: Claude Code's, or any log ``detect`` knows."""
 
     @property
     def source(self) -> str:
@@ -240,6 +244,23 @@ class Discovery:
         src.agents.append(_agent_file(path))
         return src
 
+    def add_agent_file(self, path: Path, agent: str, project: str) -> SessionSource:
+        """Another agent's session file: a source of its own (its reader finds the
+        sessions in it; a Gemini CLI chat resumed in a second file is joined there)."""
+        key = f"{agent}:{path}"
+        src = self.sessions[key] = SessionSource(path.stem, path, project=project, key=key)
+        src.reader = agent
+        return src
+
+    def add_databases(self, root: Path) -> None:
+        """opencode's databases in a folder named: the folder walk lists only ``*.jsonl``
+        files, so ``opencode*.db`` is looked for where opencode keeps it (its data folder,
+        or the folder that holds that) rather than in the whole tree."""
+        for folder in (root, root / "opencode"):
+            for path in sorted(folder.glob("opencode*.db")):
+                if path.is_file() and not path.is_symlink() and self._new(os.path.realpath(path)):
+                    self.add_agent_file(path, "opencode", folder.name)
+
     def add_dir(self, root: Path) -> None:
         # Only the root is resolved (once, not per file): the walk follows no links.
         real_root = os.path.realpath(root)
@@ -268,6 +289,8 @@ class Discovery:
                 key, session_id = _session_dir_key(session_dir)
                 src = self._session(key, session_id, session_dir.parent.name)
                 src.agents.append(_agent_file(path))
+            elif (agent := agent_named(parts[-1])) is not None:
+                src = self.add_agent_file(path, agent, parts[-2] if len(parts) > 1 else root_name)
             else:
                 project = parts[-2] if len(parts) > 1 else root_name
                 if parts[-1].startswith("agent-"):
@@ -286,6 +309,9 @@ class Discovery:
         if not self._new(os.path.realpath(path)):
             return
         project = path.resolve().parent.name
+        if (whose := agent_named(path.name)) is not None:
+            self.add_agent_file(path, whose, project).explicit = True
+            return
         if only_sidechain_lines(path):
             parent = first_session_id(path) or path.stem
             self.add_agent(path, parent, project).explicit = True
@@ -320,6 +346,7 @@ def discover(paths: list[Path], on_error: OnError | None = None) -> list[Session
                 found.add_session_dir(path)
             else:
                 found.add_dir(path)
+                found.add_databases(path)
         else:
             exists = path.exists()
             reason = "not a regular file or directory" if exists else "no such file or directory"

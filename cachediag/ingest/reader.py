@@ -161,9 +161,27 @@ def read_session(src: SessionSource, claimed: Claims | None = None) -> SessionLo
 def read_sessions(src: SessionSource, claimed: Claims | None = None) -> list[SessionLog]:
     """The sessions of one source: one, except for an OpenTelemetry export, which holds
     a session per ``session.id``."""
+    if src.reader is not None and src.main is not None:
+        return _read_agent_file(src, src.main, src.reader, claimed)
     if src.main is not None and not src.agents and not src.copies:
         return _read_lone_file(src, src.main, claimed)
     return [_read_transcript_session(src, claimed)]
+
+
+def _read_agent_file(
+    src: SessionSource, path: Path, agent: str, claimed: Claims | None
+) -> list[SessionLog]:
+    """Another agent's file, by its reader; a file under such a name whose lines are not
+    that agent's is read as any other log (and reported as one when it is none)."""
+    from cachediag.ingest.agents import is_session, read_logs
+
+    logs = read_logs(agent, path)
+    kept = [log for log in logs if log.unreadable or is_session(log)]
+    if kept or not logs:
+        for log in kept:
+            log.project = log.project or src.project
+        return kept
+    return _read_lone_file(src, path, claimed)
 
 
 def _read_transcript_session(src: SessionSource, claimed: Claims | None) -> SessionLog:
