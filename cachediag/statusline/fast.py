@@ -2,7 +2,8 @@
 
 The warm path (no file changed since the last run) imports only ``os``, ``sys``,
 ``time``, ``math``, ``zlib`` and the C JSON scanner (see ``jsonlite``), plus this
-package's stdlib-only modules; ``track`` (reader, ledger) is loaded when new lines may
+package's stdlib-only modules (``arguments``: what the run was asked; ``stdio``: stdin,
+the fallback, stderr); ``track`` (reader, ledger) is loaded when new lines may
 hold a request, and ``json`` only to write JSON. Any failure prints a short fallback and
 logs the details under the cache dir: a status line that errors or prints nothing is
 blanked by Claude Code.
@@ -14,124 +15,33 @@ import os
 import sys
 import time
 
-from cachediag.commands.options import BUDGET, NOW, WIDTH, Option
-from cachediag.statusline import jsonlite, refresh, render, view
+from cachediag.statusline import refresh, render, view
+from cachediag.statusline.arguments import (
+    BUDGET_S,
+    DEFAULT_WIDTH,
+    parse_args,
+    terminal_width,
+    use_color,
+)
 from cachediag.statusline.log import describe, heard, log_failure
+from cachediag.statusline.stdio import (
+    MAX_STDIN_BYTES,
+    error,
+    fallback,
+    isatty,
+    parse_payload,
+    tell,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs milliseconds at run time; the warm path avoids it
     from typing import IO, Any
 
-USAGE = (
-    "usage: cachediag statusline [--json] [--format TEMPLATE] [--preset full|compact|cache] "
-    "[--color|--no-color] [--now EPOCH] [--budget SECONDS] [--width COLUMNS] [--check]"
-)
-MAX_STDIN_BYTES = 16 << 20
-"""Claude Code's object is a few KB; more than this is not it (and is not read whole)."""
-BUDGET_S = 1.0
-"""Default time budget of one run (``--budget``, ``CACHEDIAG_STATUSLINE_BUDGET``)."""
+# parse_args and terminal_width live in ``arguments``; callers (the tests) find them here.
+__all__ = ["build_view", "main", "parse_args", "run", "terminal_width"]
+
 READ_SHARE = 0.7
 """Share of the budget spent reading; the rest is for saving the state and printing."""
-
-
-class Options:
-    __slots__ = ("as_json", "budget_s", "color", "custom", "fmt", "now", "width")
-
-    def __init__(self) -> None:
-        self.as_json = False
-        self.fmt = render.DEFAULT_FORMAT
-        self.custom = False
-        """A ``--format`` of the user's own: kept whole when no width is known."""
-        self.color: bool | None = None
-        self.now: float | None = None
-        self.budget_s = BUDGET_S
-        self.width: int | None = None
-
-
-def _seconds(name: str, value: str, option: Option) -> float:
-    """``value`` as a number in the range of ``option`` (commands.options: click's too)."""
-    try:
-        number = float(value)
-    except ValueError:
-        raise render.UsageError(f"{name} must be a number, not {value[:40]!r}") from None
-    if not option.holds(number):  # NaN fails this too: each option here has a range
-        raise render.UsageError(f"{name} must be between {option.low:g} and {option.high:g}")
-    return number
-
-
-def parse_args(args: list[str]) -> Options:
-    opts = Options()
-    configured = os.environ.get("CACHEDIAG_STATUSLINE_BUDGET", "").strip()
-    if configured:
-        opts.budget_s = _seconds("CACHEDIAG_STATUSLINE_BUDGET", configured, BUDGET)
-    configured = os.environ.get("CACHEDIAG_STATUSLINE_WIDTH", "").strip()
-    if configured:
-        opts.width = int(_seconds("CACHEDIAG_STATUSLINE_WIDTH", configured, WIDTH))
-    it = iter(args)
-    for arg in it:
-        name, eq, value = arg.partition("=")
-        if name in ("--format", "--preset", "--now", "--budget", "--width") and not eq:
-            following = next(it, None)
-            if following is None:
-                raise render.UsageError(f"{name} needs a value")
-            value = following
-        if name == "--json" and not eq:
-            opts.as_json = True
-        elif name == "--check" and not eq:
-            pass  # ``run`` reads it first: a report is wanted even when the rest is wrong
-        elif name in ("--color", "--no-color") and not eq:
-            opts.color = name == "--color"
-        elif name == "--format":
-            render.parse_format(value)  # a bad template is reported, not half-rendered
-            opts.fmt, opts.custom = value, True
-        elif name == "--preset":
-            if value not in render.PRESETS:
-                known = ", ".join(render.PRESETS)
-                raise render.UsageError(f"--preset: {value[:40]!r} is not one of {known}")
-            opts.fmt, opts.custom = render.PRESETS[value], False
-        elif name == "--now":
-            opts.now = _seconds("--now", value, NOW)
-        elif name == "--budget":
-            opts.budget_s = _seconds("--budget", value, BUDGET)
-        elif name == "--width":
-            opts.width = int(_seconds("--width", value, WIDTH))
-        else:
-            raise render.UsageError(f"unknown argument {name!r}; {USAGE}")
-    return opts
-
-
-DEFAULT_WIDTH = 80
-
-
-def terminal_width() -> int | None:
-    """The width of the terminal Claude Code draws in: ``COLUMNS`` when set, else the
-    size of the controlling terminal (stdin and stdout are pipes, ``/dev/tty`` is not);
-    ``None`` when neither tells."""
-    try:
-        columns = int(os.environ.get("COLUMNS", ""))
-        if columns >= 20:
-            return columns
-    except ValueError:
-        pass
-    try:
-        fd = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        columns = os.get_terminal_size(fd).columns
-        return columns if columns >= 20 else None
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-def use_color(opts: Options) -> bool:
-    if opts.color is not None:
-        return opts.color
-    # Claude Code reads the line through a pipe and renders ANSI colours, so a tty test
-    # would always say no; NO_COLOR (https://no-color.org) and TERM=dumb opt out.
-    return not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
 
 
 def build_view(
@@ -245,14 +155,6 @@ def _missing_why(path: str) -> str:
     return " (not a regular file)"
 
 
-def _fallback(as_json: bool, error: str) -> str:
-    if as_json:
-        import json
-
-        return json.dumps({"prompt_cache": None, "cachediag": {"version": 1, "error": error}})
-    return render.FALLBACK
-
-
 def run(
     args: list[str],
     stdin: IO[bytes] | None = None,
@@ -271,7 +173,7 @@ def run(
     out, err = stdout or sys.stdout, stderr or sys.stderr
     source = stdin or sys.stdin.buffer
     as_json, check = "--json" in args, "--check" in args
-    at_terminal = _isatty(source)
+    at_terminal = isatty(source)
     payload: Any = None
     out_view: dict[str, Any] | None = None
     budget = BUDGET_S
@@ -283,10 +185,10 @@ def run(
             heard.facts["stdin"] = "a terminal: nothing read"
         else:
             if at_terminal:
-                _tell(err, "reading Claude Code's JSON from stdin (end it with Ctrl-D); "
-                      "'cachediag statusline --check < FILE' reports what it finds")  # fmt: skip
+                tell(err, "reading Claude Code's JSON from stdin (end it with Ctrl-D); "
+                     "'cachediag statusline --check < FILE' reports what it finds")  # fmt: skip
             raw = source.read(MAX_STDIN_BYTES + 1)
-        payload = _payload(raw)
+        payload = parse_payload(raw)
         now = time.time() if opts.now is None else opts.now
         fields = frozenset(n for _, n in render.parse_format(opts.fmt) if n and not opts.as_json)
         out_view = build_view(
@@ -312,13 +214,13 @@ def run(
         # A mistake in our own arguments: one plain line for a person at a terminal
         # (exit 2, as for any usage error); Claude Code, piping both, still gets a line.
         log_failure(str(exc))
-        if not check and (at_terminal or _isatty(err)):
-            _error(err, str(exc))
+        if not check and (at_terminal or isatty(err)):
+            error(err, str(exc))
             return 2
-        text = _fallback(as_json, "failed; see statusline.log in the cache dir")
+        text = fallback(as_json, "failed; see statusline.log in the cache dir")
     except Exception as exc:
         log_failure(describe(exc))
-        text = _fallback(as_json, "failed; see statusline.log in the cache dir")
+        text = fallback(as_json, "failed; see statusline.log in the cache dir")
     heard.facts["took_s"] = time.monotonic() - started
     if check:
         from cachediag.statusline.check import report
@@ -329,53 +231,10 @@ def run(
         out.flush()
     except (OSError, ValueError):
         pass  # Claude Code cancelled us and closed the pipe
-    if at_terminal or _isatty(err):
+    if at_terminal or isatty(err):
         for problem in dict.fromkeys(heard.problems):
-            _tell(err, problem)
+            tell(err, problem)
     return 0
-
-
-def _payload(raw: bytes) -> Any:
-    """Claude Code's object from stdin; ``None`` for anything that is not JSON."""
-    if len(raw) > MAX_STDIN_BYTES:
-        log_failure("stdin larger than 16 MiB: not Claude Code's object")
-        return None
-    if not raw.strip():
-        log_failure("stdin is empty: Claude Code pipes a JSON object with transcript_path")
-        return None
-    try:
-        payload = jsonlite.loads(raw)
-    except (ValueError, RecursionError) as exc:
-        log_failure(f"stdin is not JSON ({type(exc).__name__})")
-        return None
-    if not isinstance(payload, dict):
-        log_failure(f"stdin is a JSON {type(payload).__name__}, not an object")
-    heard.facts["stdin_bytes"] = len(raw)
-    return payload
-
-
-def _isatty(stream: Any) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError, OSError):
-        return False
-
-
-def _tell(err: IO[str], message: str) -> None:
-    _say(err, "cachediag statusline: ", message)
-
-
-def _error(err: IO[str], message: str) -> None:
-    _say(err, "Error: ", message)
-
-
-def _say(err: IO[str], prefix: str, message: str) -> None:
-    """One printable line on stderr; a closed or broken stderr is no failure of the line."""
-    try:
-        err.write(f"{prefix}{render.printable(message, 300)}\n")
-        err.flush()
-    except (OSError, ValueError):
-        pass
 
 
 def _default_signals() -> None:
