@@ -271,8 +271,7 @@ class Run:
                 yield "claude", render(analyze_log(log, now))
         sources = discover(file_paths, self.unreadable.append) if file_paths else []
         if self.agents is not None:
-            # By name first: another agent's files are not read at all.
-            sources = [src for src in sources if (src.reader or "claude") in self.agents]
+            sources = self._agents_only(sources)
         self.agents_found.update(src.reader or "claude" for src in sources)
         if self.on_progress is not None and sources:
             # The count before any is read: a project folder is read whole before its
@@ -297,6 +296,23 @@ class Run:
                     continue
                 self.sessions_read += 1
                 yield result.agent, result.value
+
+    def _agents_only(self, sources: list[SessionSource]) -> list[SessionSource]:
+        """The sources of the agents asked for, by their names: another agent's files in
+        a folder are not read at all. A file named on its own is read by the one agent
+        asked for whatever its name, and is an error when it is not that agent's log."""
+        assert self.agents is not None
+        kept = []
+        (only,) = self.agents if len(self.agents) == 1 else (None,)
+        for src in sources:
+            if (src.reader or "claude") in self.agents:
+                kept.append(src)
+            elif src.explicit and only is not None:
+                if only != "claude":
+                    src.reader = only
+                    src.strict = True
+                kept.append(src)
+        return kept
 
     @property
     def nothing_read(self) -> bool:

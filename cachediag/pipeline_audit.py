@@ -203,6 +203,7 @@ def run_audit(
     keep: Callable[[SessionAnalysis], T] | None = None,
     stdin: IO[bytes] | None = None,
     enrich: Callable[[SessionLog], SessionLog] | None = None,
+    agents: frozenset[str] | None = None,
 ) -> AuditRun[T]:
     """Audit every session under ``paths`` (``-``: the log ``stdin`` holds) with the
     reading of ``cachediag analyze`` (same discovery, deduplication across continued
@@ -217,7 +218,7 @@ def run_audit(
     from cachediag.pricing import pricing_source
 
     run: AuditRun[T] = AuditRun(Audit(top=options.top), pricing_source(options.pricing_file))
-    reading = Run(jobs=workers, enrich=enrich)
+    reading = Run(jobs=workers, enrich=enrich, agents=agents)
     known = -1
 
     def progress(done: int, total: int) -> None:

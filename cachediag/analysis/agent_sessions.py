@@ -14,7 +14,7 @@ from pathlib import Path
 
 from cachediag.analysis.ledgers import analyze_log
 from cachediag.analysis.session_analysis import SessionAnalysis
-from cachediag.ingest.agents import AGENTS, is_session, read_logs, session_files
+from cachediag.ingest.agents import AGENTS, is_session, not_a_log, read_logs, session_files
 from cachediag.model import LineIssue, SessionLog
 
 
@@ -65,10 +65,7 @@ def _add(run: AgentRun, name: str, path: Path, log: SessionLog, now: float) -> N
     if log.unreadable:
         return
     if not is_session(log):
-        first = log.issues[0] if log.issues else None
-        why = f" (line {first.line}: {first.reason})" if first else " (empty)"
-        article = "an" if name[:1] in "aeiou" else "a"
-        run.errors.append(f"{path}: not {article} {name} session log{why}")
+        run.errors.append(not_a_log(name, path, [log]))
         return
     key = (log.format, log.session_id, log.source)
     if key in run.seen:

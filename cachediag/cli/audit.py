@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from cachediag.cli.captures import captures_option
-from cachediag.cli.common import pricing_option
+from cachediag.cli.common import agent_option, pricing_option
 from cachediag.cli.window import window_options
 from cachediag.commands.audit import AuditInputs, audit_report
 from cachediag.commands.options import BY_CHOICES, BY_DEFAULT, JOBS, TOP
@@ -45,6 +45,7 @@ _INPUT_OPTIONS = [
     ),
     pricing_option,
     captures_option,
+    agent_option,
     click.option(
         "--progress/--no-progress",
         default=None,

@@ -13,7 +13,7 @@ import click
 from cachediag.analysis.costs import ModelPrices
 from cachediag.analysis.session_analysis import SessionAnalysis
 from cachediag.cli.captures import capture_join, captures_option
-from cachediag.cli.common import jq_option
+from cachediag.cli.common import agent_option, jq_option
 from cachediag.cli.stdin import piped_log
 from cachediag.cli.target import find_request, one_way, request_options
 from cachediag.cli.window import window_options
@@ -84,6 +84,7 @@ def _genai_prices(model: str, at: float) -> ModelPrices | None:
 @click.option("--json", "as_json", is_flag=True, help="The same account as one JSON object.")
 @jq_option
 @captures_option
+@agent_option
 def explain(
     log: Path | None,
     index: int | None,
@@ -97,6 +98,7 @@ def explain(
     jq_filter: str | None,
     captures_dir: Path | None = None,
     no_captures: bool = False,
+    agent: str | None = None,
 ) -> None:
     """Explain one request against the one before it (default: the last miss, else the
     last expected rebuild).
@@ -116,6 +118,7 @@ def explain(
       cachediag explain --since 1h      the last miss of the past hour's session
     """
     from cachediag.analysis.compare import default_target, explain_request
+    from cachediag.commands.agents import agents_for
     from cachediag.pipeline import Run, default_paths
     from cachediag.report.explain_view import explanation_dict, explanation_lines
 
@@ -133,9 +136,9 @@ def explain(
     elif stdin is not None:
         paths = [Path("-")]
     else:
-        paths = default_paths()
+        paths = default_paths(agents_for(agent))
     name = "stdin" if paths == [Path("-")] else (str(log) if log else "the history")
-    run = Run(enrich=capture_join(captures_dir, no_captures))
+    run = Run(enrich=capture_join(captures_dir, no_captures), agents=agents_for(agent))
     sessions = [s for s in run.sessions(paths, stdin, clock) if window.open or in_window(s, window)]
     if run.errors or run.nothing_read:
         finish_reading(run.issues, run.unreadable, run.errors, run.nothing_read)

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from cachediag.cli.captures import capture_join, captures_option
-from cachediag.cli.common import pricing_option
+from cachediag.cli.common import agent_option, pricing_option
 from cachediag.console import Progress, finish_reading
 
 TTL_CHOICES = ["5m", "1h"]
@@ -57,6 +57,7 @@ def _labels(values: tuple[str, ...]) -> dict[str, str]:
     "(default: $CACHEDIAG_OTEL_TTL, else 5m).",
 )
 @captures_option
+@agent_option
 @click.option(
     "--jobs",
     type=click.IntRange(min=1),
@@ -73,6 +74,7 @@ def export(
     jobs: int | None,
     captures_dir: Path | None = None,
     no_captures: bool = False,
+    agent: str | None = None,
 ) -> None:
     """Write the per-request ledger of PATHS as a Parquet dataset in --output.
 
@@ -91,6 +93,7 @@ def export(
     """
     parsed = _labels(labels)
     enrich = capture_join(captures_dir, no_captures)
+    from cachediag.commands.agents import agents_for
     from cachediag.dataset.export import export_dataset
     from cachediag.ingest.otel import TTL_ENV, default_ttl
     from cachediag.pipeline import default_paths
@@ -103,13 +106,14 @@ def export(
     try:
         assumed = default_ttl()
         run = export_dataset(
-            list(paths) or default_paths(),
+            list(paths) or default_paths(agents_for(agent)),
             output,
             parsed,
             pricing_file=pricing_file,
             workers=jobs,
             on_progress=None if bar is None else bar.update,
             enrich=enrich,
+            agents=agents_for(agent),
         )
     finally:
         if bar is not None:

@@ -131,6 +131,7 @@ def tune(
         pricing_file=pricing_file,
         progress=progress,
         jobs=jobs,
+        agent="claude",  # the settings tuned are Claude Code's
     )
     result = run_tune(inputs, path)
     run = result.run

@@ -47,6 +47,9 @@ class AuditInputs:
     jobs: int | None
     captures_dir: Path | None = None
     no_captures: bool = False
+    agent: str | None = None
+    """``--agent``: whose sessions (``commands.agents.agents_for``); ``None``: every
+    agent's found."""
 
     def window(self) -> tuple[Window, tzinfo]:
         """The window the options describe, and the zone days begin in."""
@@ -64,6 +67,7 @@ class AuditInputs:
         """Run the audit (``keep``: see ``run_audit``). With no ``paths``, the log
         ``piped`` finds on stdin (the command line's look, which hints at a silent pipe);
         with none piped (or an empty pipe, or no ``piped``), the Claude Code history."""
+        from cachediag.commands.agents import agents_for
         from cachediag.pipeline import default_paths
         from cachediag.pipeline_audit import AuditOptions, run_audit
 
@@ -71,7 +75,8 @@ class AuditInputs:
         stdin = sys.stdin.buffer if "-" in map(str, paths) else None
         if not paths and piped is not None:
             stdin = piped()
-        inputs = list(paths) or ([Path("-")] if stdin is not None else default_paths())
+        agents = agents_for(self.agent)
+        inputs = list(paths) or ([Path("-")] if stdin is not None else default_paths(agents))
         # Before the workers fork: they inherit the capture index instead of each
         # scanning the folder; no folder, no index (nothing imported).
         enrich = capture_join(self.captures_dir, self.no_captures)
@@ -93,6 +98,7 @@ class AuditInputs:
                 keep=keep,
                 stdin=stdin,
                 enrich=enrich,
+                agents=agents,
             )
 
 

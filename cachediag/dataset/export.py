@@ -49,13 +49,14 @@ def export_dataset(
     workers: int | None = None,
     on_progress: Callable[[int, int], None] | None = None,
     enrich: Callable[[SessionLog], SessionLog] | None = None,
+    agents: frozenset[str] | None = None,
 ) -> ExportRun:
     """Add the requests under ``paths`` that ``output`` does not hold yet; ``enrich``
     (the captures' join, as ``run_audit`` takes it) runs on each session first."""
     merged = {**default_labels(), **labels}
     writer = DatasetWriter(output, merged["host"], merged)
     writer.open()
-    reading = Run(jobs=workers, on_progress=on_progress, enrich=enrich)
+    reading = Run(jobs=workers, on_progress=on_progress, enrich=enrich, agents=agents)
     run = ExportRun(writer.stats)
     with host_lock(output, writer.host):
         for rows in rendered_once(reading, paths, None, RowRender(pricing_file)):

@@ -132,6 +132,14 @@ def is_session(log: SessionLog) -> bool:
     return any(s.items for s in log.streams.values()) or log.cwd is not None
 
 
+def not_a_log(agent: str, path: Path, logs: list[SessionLog]) -> str:
+    """Why a file named for ``agent`` is refused: its first skipped line says."""
+    first = next((issue for log in logs for issue in log.issues), None)
+    why = f" (line {first.line}: {first.reason})" if first else " (empty)"
+    article = "an" if agent[:1] in "aeiou" else "a"
+    return f"{path}: not {article} {agent} session log{why}"
+
+
 def agent_names() -> list[str]:
     return list(AGENTS)
 

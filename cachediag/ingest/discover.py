@@ -57,6 +57,9 @@ class SessionSource:
     reader: str | None = None
     """The other agent (``ingest.agents``) whose session file ``main`` is named as: read
     with that agent's reader first. ``None``: Claude Code's, or any log ``detect`` knows."""
+    strict: bool = False
+    """``reader`` was asked for (``--agent``): a file that is not its log is an error,
+    not read as another log."""
 
     @property
     def source(self) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import IO
 
+from cachediag.errors import InputError
 from cachediag.ingest.detect import CLAUDE_CODE, detect
 from cachediag.ingest.discover import AgentFile, SessionSource
 from cachediag.ingest.fields import pick_fields
@@ -173,7 +174,7 @@ def _read_agent_file(
 ) -> list[SessionLog]:
     """Another agent's file, by its reader; a file under such a name whose lines are not
     that agent's is read as any other log (and reported as one when it is none)."""
-    from cachediag.ingest.agents import is_session, read_logs
+    from cachediag.ingest.agents import is_session, not_a_log, read_logs
 
     logs = read_logs(agent, path)
     kept = [log for log in logs if log.unreadable or is_session(log)]
@@ -181,6 +182,8 @@ def _read_agent_file(
         for log in kept:
             log.project = log.project or src.project
         return kept
+    if src.strict:
+        raise InputError(not_a_log(agent, path, logs))
     return _read_lone_file(src, path, claimed)
 
 
