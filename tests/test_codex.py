@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from cachediag.analysis.agent_sessions import analyze_agent
 from cachediag.analysis.costs import request_cost_usd
 from cachediag.analysis.openai_cache import analyze_openai_session, readable_prefix
 from cachediag.ingest.agents import AGENTS, read_agent_sessions, session_files
 from cachediag.ingest.codex import read_rollout
+from cachediag.pipeline import Run, default_paths
 from cachediag.pricing import lookup_prices
 
 DATA = Path(__file__).parent / "data"
@@ -167,21 +167,22 @@ def test_openai_readable_prefix(tokens: int, readable: int) -> None:
     assert readable_prefix(tokens) == readable
 
 
-def test_analyze_agent_home_folder_and_non_log(
+def test_pipeline_reads_codex_home_folder_and_refuses_non_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CODEX_HOME", str(HOME))
-    (by_home,) = analyze_agent("codex", [], now=0.0).analyses
-    (by_folder,) = analyze_agent("codex", [HOME], now=0.0).analyses
+    codex = frozenset({"codex"})
+    (by_home,) = Run(agents=codex).sessions(default_paths(codex), None, 0.0)
+    (by_folder,) = Run(agents=codex).sessions([HOME], None, 0.0)
     assert by_home.log.source == by_folder.log.source == str(_rollout())
     assert by_home.main.ledger.misses == 5 and by_home.main.ledger.expected_rebuilds == 1
     readme = tmp_path / "README.md"
     readme.write_text("# not a log\n")
-    run = analyze_agent("codex", [readme, tmp_path / "gone"], now=0.0)
-    assert run.analyses == []
-    assert run.errors == [
-        f"{tmp_path / 'gone'}: no such file or folder",
-        f"{readme}: not a codex session log (line 1: {run_reason(readme)})",
+    run = Run(agents=codex)
+    assert list(run.sessions([readme, tmp_path / "gone"], None, 0.0)) == []
+    assert run.errors == [f"{readme}: not a codex session log (line 1: {run_reason(readme)})"]
+    assert [(i.source, i.reason) for i in run.unreadable] == [
+        (str(tmp_path / "gone"), "no such file or directory")
     ]
 
 

@@ -13,7 +13,7 @@ import click
 from cachediag.cli.captures import capture_join, captures_option
 from cachediag.cli.common import EPOCH, agent_option, pricing_option
 from cachediag.cli.window import window_options
-from cachediag.commands.agents import ALL, CLAUDE, agents_for
+from cachediag.commands.agents import agents_for
 from cachediag.commands.analyze import (
     SessionJson,
     json_lines,
@@ -104,11 +104,6 @@ def analyze(
     from cachediag.cli.stdin import piped_log
     from cachediag.pipeline import Run, default_paths
 
-    if agent not in (None, CLAUDE, ALL):
-        assert agent is not None
-        window_args = (since, until, zone)
-        _other_agent(agent, paths, now, as_json, requests, jq_filter, window_args, pricing_file)
-        return
     if "-" in map(str, paths):
         stdin: IO[bytes] | None = sys.stdin.buffer
     else:
@@ -148,30 +143,3 @@ def analyze(
     if progress:
         progress.close()
     finish_reading(run.issues, run.unreadable, run.errors, run.nothing_read)
-
-
-def _other_agent(
-    agent: str,
-    paths: tuple[Path, ...],
-    now: float | None,
-    as_json: bool,
-    requests: bool,
-    jq_filter: str | None,
-    window_args: tuple[Bound | None, Bound | None, tzinfo | None],
-    pricing_file: Path | None,
-) -> None:
-    """``--agent codex|gemini|opencode``: that agent's sessions (commands.agents), in the
-    same shapes; a file named that is not one of the agent's logs is an error."""
-    from cachediag.commands.agents import analyze_agents
-
-    since, until, zone = window_args
-    clock = time.time() if now is None else now
-    as_json = writes_json(as_json, requests, jq_filter)
-    needs_zone = not as_json or since is not None or until is not None
-    display = zone_or_local(zone) if needs_zone else UTC
-    window = resolve_window(since, until, clock, display)
-    analyze_agents(
-        agent, list(paths), clock,
-        json_render=SessionJson(requests, pricing_file, window) if as_json else None,
-        jq_filter=jq_filter, pricing_file=pricing_file, window=window, zone=display,
-    )  # fmt: skip
