@@ -108,3 +108,12 @@ def test_report_counts_every_agent(tmp_path: Path) -> None:
     rollout = next(CODEX.rglob("rollout-*.jsonl"))
     session_id = rollout.stem.rsplit("-", 5)[-5:]
     assert "-".join(session_id) in html
+
+
+def test_tables_title_another_agents_session_with_its_name() -> None:
+    done = run("analyze", str(GEMINI), str(TRANSCRIPT), env={"COLUMNS": "100"})
+    assert done.returncode == 0, done.stderr
+    titles = [line for line in done.stdout.decode().splitlines() if line.startswith("Session ")]
+    assert len(titles) == 2
+    assert sum(line.endswith(" · Gemini CLI") for line in titles) == 1
+    assert sum(" · " not in line for line in titles) == 1  # Claude Code's, as it always was

@@ -35,6 +35,8 @@ class Agent:
     many: ManyReader | None = None
     """For a file that holds many sessions (opencode's database): every session in it;
     ``reader`` is then ``None``. ``read_logs`` reads a file with whichever is set."""
+    label: str = ""
+    """The agent's name for people (tables, the report)."""
 
     def home(self, environ: dict[str, str] | None = None) -> Path:
         env = os.environ if environ is None else environ
@@ -67,7 +69,15 @@ def _opencode(path: Path) -> list[SessionLog]:
 AGENTS: dict[str, Agent] = {
     a.name: a
     for a in (
-        Agent("claude", ".claude", "CLAUDE_CONFIG_DIR", "projects/*/*.jsonl", None, "claude-code"),
+        Agent(
+            "claude",
+            ".claude",
+            "CLAUDE_CONFIG_DIR",
+            "projects/*/*.jsonl",
+            None,
+            "claude-code",
+            label="Claude Code",
+        ),
         Agent(
             "codex",
             ".codex",
@@ -75,6 +85,7 @@ AGENTS: dict[str, Agent] = {
             "sessions/*/*/*/rollout-*.jsonl",
             _codex,
             "codex-rollout",
+            label="Codex CLI",
         ),
         # GEMINI_CLI_HOME replaces the user's home: the chats are under its .gemini.
         Agent(
@@ -84,6 +95,7 @@ AGENTS: dict[str, Agent] = {
             ".gemini/tmp/*/chats/session-*.json*",  # ingest.gemini_files.PATTERN
             _gemini,
             "gemini-cli",
+            label="Gemini CLI",
         ),
         # XDG_DATA_HOME replaces ~/.local/share; one database holds every session.
         Agent(
@@ -94,6 +106,7 @@ AGENTS: dict[str, Agent] = {
             None,
             "opencode",
             many=_opencode,
+            label="opencode",
         ),
     )
 }

@@ -13,6 +13,7 @@ from cachediag.analysis.session_analysis import SessionAnalysis, StreamAnalysis
 from cachediag.analysis.summary import PromptCache
 from cachediag.analysis.totals import SessionTotals as SessionTotals  # cli/analyze's name
 from cachediag.analysis.totals import Totals
+from cachediag.ingest.agents import AGENTS, agent_of
 from cachediag.report.clock import format_clock, format_minute, local_time, zone_label
 from cachediag.report.layout import Column, compact_count, fitted_table, text_lines
 from cachediag.text import sanitize
@@ -221,8 +222,11 @@ def session_report(
     """The renderables of one session, in order, each fitted to ``width``."""
     log = a.log
     where = [f"project {sanitize(a.project)}" if a.project else "", log.source, _span(a, zone)]
+    whose = agent_of(log.format)
+    # Claude Code's sessions are titled as they always were; another agent's says whose.
+    title = f"Session {log.session_id}" + ("" if whose == "claude" else f" · {AGENTS[whose].label}")
     parts: list[RenderableType] = [
-        text_lines([f"Session {log.session_id}"], width, style="bold"),
+        text_lines([title], width, style="bold"),
         text_lines([p for p in where if p], width, indent="  ", style="dim"),
         text_lines(summary_parts("main", a.main.prompt_cache), width)
         if log.main_present
