@@ -8,14 +8,19 @@ only paths, ``-j/--json`` and ``-O/--offline`` (in any order) runs here as
 ``cli.usage`` runs it, from the same pieces (``commands.usage``): the same bytes, notes,
 errors and exit status (``console.run_guarded``). Anything else (help, tables, another
 option, stdin, an odd path) goes to click, which reads and checks it.
+
+Before any of that, a run answered before over the same files prints that answer again
+(``history.report_answers``), having loaded nothing but the answer's check: this module
+imports the rest only once it has to read.
 """
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-from cachediag.commands.usage import REPORTS, UsageOptions
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the replay must not pay for typing, pathlib or the report code
+    from cachediag.commands.usage import UsageOptions
 
 FLAGS = {"-j": "json", "--json": "json", "-O": "offline", "--offline": "offline"}
 """The only options taken here; tests/test_usage_reports_quick.py holds them to the
@@ -24,6 +29,9 @@ click commands' declarations."""
 
 def usage_args(args: list[str]) -> UsageOptions | None:
     """What ``REPORT ARGS...`` say when this path can run them; ``None`` otherwise."""
+    from pathlib import Path
+
+    from cachediag.commands.usage import REPORTS, UsageOptions
     from cachediag.quick import add_path, paths_click_takes
 
     if not args or args[0] not in REPORTS:
@@ -57,18 +65,26 @@ def _history_found() -> bool:
 def main(args: list[str]) -> None:
     """Run ``cachediag ARGS`` here and exit when click is not needed for them; return
     (having done nothing) when it is."""
+    from cachediag.history.report_answers import replay
+
+    if replay(args):
+        sys.exit(0)
     from cachediag.console import plain_streams, run_guarded
 
     options = usage_args(args) if plain_streams() else None
     if options is None:
         return
-    sys.exit(run_guarded(lambda: _report(options)))
+    sys.exit(run_guarded(lambda: _report(options, args)))
 
 
-def _report(options: UsageOptions) -> None:
+def _report(options: UsageOptions, args: list[str]) -> None:
     from cachediag.commands.usage import usage_report
     from cachediag.console import echo
+    from cachediag.history.report_answers import keeping
 
-    out = usage_report(options)
-    assert isinstance(out, str)  # --json: text, never tables
-    echo(out)
+    def text() -> str:
+        out = usage_report(options)
+        assert isinstance(out, str)  # --json: text, never tables
+        return out
+
+    echo(keeping(args, options, text))
