@@ -4,7 +4,12 @@
 The tests compare cachediag's token totals and costs with these files, so they run on a
 machine without ccusage (CI). Re-run after changing the fixtures:
 
-    python scripts/record_ccusage.py [--ccusage PATH]
+    python scripts/record_ccusage.py [--ccusage PATH] [--agents-only]
+
+ccusage 20.0.24, installed as ``npm install --prefix /tmp/ccusage20 ccusage@20.0.24``
+(``--ccusage /tmp/ccusage20/node_modules/.bin/ccusage``); ``--offline`` prices from its
+bundled table, so nothing is fetched. ``--agents-only`` records only the reports across
+agents (``record_agents``: ``tests/data/ccusage20_all_*.json``).
 
 ccusage reads ``$CLAUDE_CONFIG_DIR/projects``; each source tree is copied into a fresh
 temporary one so that nothing else on this machine is counted. The ``dedup`` tree is
@@ -276,10 +281,62 @@ def record_edges(ccusage: str) -> Path:
     return target
 
 
+AGENT_REPORTS = {
+    "all": ("daily", "weekly", "monthly", "session", "blocks"),
+    "codex": ("daily", "monthly", "session"),
+    "gemini": ("daily", "monthly", "session"),
+    "opencode": ("daily", "weekly", "monthly", "session"),
+}
+"""The reports ccusage 20.0.24 has across agents (``ccusage <report>``) and for each
+agent alone (``ccusage <agent> <report>``; Codex and Gemini CLI have no weekly)."""
+AGENT_OPTIONS = ["--json", "--offline", "--timezone", "UTC"]
+
+
+def record_agents(ccusage: str) -> list[Path]:
+    """ccusage's reports on a home holding every agent's sessions (``tests/agents_home.py``):
+    ``ccusage20_all_<report>.json`` across agents, ``ccusage20_all_<agent>_<report>.json``
+    for one. Run with only ``PATH``, ``HOME`` and ``TZ=UTC`` set, so that each agent is
+    found at its default place under that home and nothing else is read."""
+    from tests.agents_home import build_home
+
+    written = []
+    with tempfile.TemporaryDirectory() as tmp:
+        home = build_home(Path(tmp) / "home")
+        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "TZ": "UTC"}
+        version = subprocess.run(
+            [ccusage, "--version"], capture_output=True, text=True, check=True, env=env
+        ).stdout.strip()
+        for agent, reports in AGENT_REPORTS.items():
+            for report in reports:
+                command = [report] if agent == "all" else [agent, report]
+                command += AGENT_OPTIONS
+                out = subprocess.run(
+                    [ccusage, *command], capture_output=True, text=True, check=True, env=env
+                ).stdout
+                name = report if agent == "all" else f"{agent}_{report}"
+                target = ROOT / "tests/data" / f"ccusage20_all_{name}.json"
+                recorded = {
+                    "ccusage_version": version,
+                    "command": "env -i PATH=$PATH HOME=<home> TZ=UTC ccusage " + " ".join(command),
+                    "home": "tests/agents_home.py build_home",
+                    "output": json.loads(out),
+                }
+                target.write_text(json.dumps(recorded, indent=2, sort_keys=True) + "\n")
+                print(f"agents: {' '.join(command[:2])} -> {target.relative_to(ROOT)}")
+                written.append(target)
+    return written
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ccusage", default=shutil.which("ccusage") or "ccusage")
+    parser.add_argument(
+        "--agents-only", action="store_true", help="Only the reports across agents."
+    )
     args = parser.parse_args()
+    if args.agents_only:
+        record_agents(args.ccusage)
+        return
     for name, folders in TREES.items():
         record(args.ccusage, name, folders)
         record_reports(args.ccusage, name, folders)
@@ -288,6 +345,7 @@ def main() -> None:
     record_edges(args.ccusage)
     record_dedup(args.ccusage, "dedup", ROOT / "fixtures/real")
     record_dedup(args.ccusage, "dedup_corpus", ROOT.parent / "shared/corpus/claude-code")
+    record_agents(args.ccusage)
 
 
 if __name__ == "__main__":

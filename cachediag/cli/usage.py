@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import click
 
-from cachediag.cli.common import pricing_option
+from cachediag.cli.common import agent_option, pricing_option
 from cachediag.cli.window import BoundType, ZoneType
 from cachediag.commands.options import JOBS
 from cachediag.commands.usage import UsageOptions, usage_report
@@ -63,6 +63,7 @@ def _shared(func: F) -> F:
             help="Zone of days, weeks and months (UTC, Europe/Paris); default: this machine's.",
         ),
         click.option("--project", "-p", metavar="NAME", help="Only this project (folder or path)."),
+        agent_option,
         click.option("--now", type=float, metavar="EPOCH", help="Pin the clock (Unix seconds)."),
         pricing_option,
         click.option(
@@ -165,9 +166,8 @@ def daily(**kw: Any) -> None:
     type=click.Choice(
         ["sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday"]
     ),
-    default="sunday",
-    show_default=True,
-    help="The day weeks start on.",
+    default=None,
+    help="The day weeks start on (default: sunday; monday across agents, as ccusage).",
 )
 def weekly(**kw: Any) -> None:
     """Usage by week, with the prompt cache (ccusage's `weekly`)."""

@@ -43,7 +43,9 @@ class UsageOptions:
     instances: bool = False
     project: str | None = None
     session_id: str | None = None
-    start_of_week: str = "sunday"
+    start_of_week: str | None = None
+    """``--start-of-week``; ``None``: as ccusage, Sunday in Claude Code's report, Monday
+    in the one across agents (and opencode's)."""
     active: bool = False
     recent: bool = False
     token_limit: str | None = None
@@ -56,6 +58,9 @@ class UsageOptions:
     index: bool = True
     """Answer unchanged transcripts from the on-disk history index (``--no-index``: read
     every file, as the index itself would on its first run)."""
+    agent: str | None = None
+    """``--agent``: claude, codex, gemini, opencode or all; ``None``: every agent found
+    (``usage_build.json_shape`` says which JSON each prints)."""
 
     def clock(self) -> float:
         return time.time() if self.now is None else self.now
@@ -105,11 +110,13 @@ def rows_for(paths: Iterable[Path], options: UsageOptions) -> list[RequestRow]:
 
 
 def select_rows(rows: Iterable[RequestRow], options: UsageOptions) -> list[RequestRow]:
-    """``--project``, ``--id`` and ``--mode`` applied; the window is the report's (by its
-    dates)."""
+    """``--agent``, ``--project``, ``--id`` and ``--mode`` applied; the window is the
+    report's (by its dates)."""
     from cachediag.usage.rows import priced
 
     kept = [priced(r, options.mode) for r in rows]
+    if options.agent not in (None, "all"):
+        kept = [r for r in kept if r.agent == options.agent]
     if options.project is not None:
         kept = [r for r in kept if options.project in (r.project, r.cwd)]
     if options.session_id is not None:

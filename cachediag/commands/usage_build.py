@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING
 
 from cachediag.commands.usage import UsageOptions
 from cachediag.errors import UsageError
+from cachediag.usage import agents_json as aj
 from cachediag.usage import ccusage_json as cj
+from cachediag.usage.agents import CLAUDE, CODEX, GEMINI, OPENCODE
 from cachediag.usage.blocks import (
     Block,
     identify_blocks,
@@ -32,6 +34,33 @@ if TYPE_CHECKING:
     from rich.console import RenderableType
 
 
+ALL = "all"
+AGENT_REPORTS = {
+    CODEX: ("daily", "monthly", "session"),
+    GEMINI: ("daily", "monthly", "session"),
+    OPENCODE: ("daily", "weekly", "monthly", "session"),
+}
+"""The reports ccusage 20.0.24 has for one agent alone (``ccusage <agent> <report>``);
+another report of one agent takes the all-agents shape, as ccusage has no other."""
+
+
+def json_shape(rows: Sequence[RequestRow], options: UsageOptions) -> str:
+    """Whose JSON a report prints: ``claude`` (``ccusage claude <report>``, as always),
+    ``all`` (``ccusage <report>``, every agent) or one other agent's own report.
+
+    ``--agent claude``, and by default a history whose every row is Claude Code's, keep
+    the Claude shape; ``--agent all``, or by default rows of any other agent, take the
+    all-agents one; one other agent named, its own report where ccusage has one."""
+    agent = options.agent
+    if agent == CLAUDE:
+        return CLAUDE
+    if agent is None:
+        return CLAUDE if all(r.agent == CLAUDE for r in rows) else ALL
+    if options.report in AGENT_REPORTS.get(agent, ()):
+        return agent
+    return ALL
+
+
 def build_report(rows: list[RequestRow], options: UsageOptions) -> str | list[RenderableType]:
     if options.report == "blocks":
         return _blocks(rows, options)
@@ -40,14 +69,21 @@ def build_report(rows: list[RequestRow], options: UsageOptions) -> str | list[Re
     return _periods(rows, options)
 
 
-def period_key(options: UsageOptions) -> KeyFn:
+def week_start(options: UsageOptions, shape: str) -> str:
+    """The day weeks start on: ``--start-of-week``, else ccusage's for the shape (Sunday
+    for Claude Code's weekly, Monday for the one across agents and opencode's)."""
+    start = options.start_of_week or ("sunday" if shape == CLAUDE else "monday")
+    if start not in WEEKDAYS:
+        raise UsageError(f"--start-of-week: one of {', '.join(WEEKDAYS)}")
+    return start
+
+
+def period_key(options: UsageOptions, shape: str = CLAUDE) -> KeyFn:
     zone = options.display_zone()
     if options.report == "daily":
         return day_key(zone)
     if options.report == "weekly":
-        if options.start_of_week not in WEEKDAYS:
-            raise UsageError(f"--start-of-week: one of {', '.join(WEEKDAYS)}")
-        return week_key(zone, options.start_of_week)
+        return week_key(zone, week_start(options, shape))
     return month_key(zone)
 
 
@@ -60,10 +96,10 @@ def ordered(buckets: dict[str, Bucket], order: str) -> list[Bucket]:
 def _periods(rows: list[RequestRow], options: UsageOptions) -> str | list[RenderableType]:
     window = options.window()
     kept = [r for r in rows if window.holds(r.at)]
-    key = period_key(options)
     if options.instances:
+        key = period_key(options)
         per = {
-            name: ordered(_last(group_rows(mine, key), options), options.order)
+            name: ordered(_last(group_rows(mine, key), options, CLAUDE), options.order)
             for name, mine in sorted(_split(kept).items())
         }
         if options.json:
@@ -71,15 +107,27 @@ def _periods(rows: list[RequestRow], options: UsageOptions) -> str | list[Render
         from cachediag.usage.tables import period_tables
 
         return [t for name, lines in per.items() for t in period_tables(options, lines, name)]
-    lines = ordered(_last(group_rows(kept, key), options), options.order)
+    shape = json_shape(rows, options)
+    key = period_key(options, shape)
+    lines = ordered(_last(group_rows(kept, key), options, shape), options.order)
     if options.json:
-        return cj.dumps(cj.period_report(options.report, lines, options.project))
+        return cj.dumps(_period_json(options, lines, shape))
     from cachediag.usage.tables import period_tables
 
     return period_tables(options, lines, None)
 
 
-def _last(buckets: dict[str, Bucket], options: UsageOptions) -> dict[str, Bucket]:
+def _period_json(options: UsageOptions, lines: list[Bucket], shape: str) -> cj.Json:
+    if shape == CLAUDE:
+        return cj.period_report(options.report, lines, options.project)
+    if shape == ALL:
+        return aj.all_period_report(options.report, lines)
+    if shape == CODEX:
+        return aj.codex_period_report(options.report, lines)
+    return aj.agent_period_report(options.report, lines, shape)
+
+
+def _last(buckets: dict[str, Bucket], options: UsageOptions, shape: str) -> dict[str, Bucket]:
     """``--last N``: the periods from N-1 before the current one (1: today, this week,
     this month) in --timezone, by the clock (``--now``)."""
     if options.last is None:
@@ -91,7 +139,7 @@ def _last(buckets: dict[str, Bucket], options: UsageOptions) -> dict[str, Bucket
     if options.report == "daily":
         first = (today - timedelta(days=n)).isoformat()
     elif options.report == "weekly":
-        start = WEEKDAYS.index(options.start_of_week)
+        start = WEEKDAYS.index(week_start(options, shape))
         week = today - timedelta(days=(today.weekday() - start) % 7)
         first = (week - timedelta(weeks=n)).isoformat()
     else:
@@ -117,7 +165,14 @@ def _sessions(rows: list[RequestRow], options: UsageOptions) -> str | list[Rende
     lines = [b for b in buckets.values() if window.holds(b.last_at)]
     lines.sort(key=lambda b: (-b.tokens.cost_usd, b.last_at, b.key))
     if options.json:
-        return cj.dumps(cj.session_report(lines))
+        shape = json_shape(rows, options)
+        if shape == CLAUDE:
+            return cj.dumps(cj.session_report(lines))
+        if shape == ALL:
+            return cj.dumps(aj.all_session_report(lines))
+        if shape == CODEX:
+            return cj.dumps(aj.codex_session_report(lines))
+        return cj.dumps(aj.agent_session_report(lines, shape))
     from cachediag.usage.tables import session_tables
 
     return session_tables(options, lines)
@@ -127,6 +182,10 @@ def _blocks(rows: list[RequestRow], options: UsageOptions) -> str | list[Rendera
     if options.session_hours <= 0:
         raise UsageError("--session-length: a number of hours above 0")
     now = options.clock()
+    if options.agent is None:
+        # ccusage's blocks are Claude Code's alone: the 5-hour window is Anthropic's
+        # plan limit, which no other agent's requests count against.
+        rows = [r for r in rows if r.agent == CLAUDE]
     every = identify_blocks(rows, now, options.session_hours)
     try:
         limit = token_limit(options.token_limit, every)

@@ -31,12 +31,18 @@ class Tokens:
     cost_usd: float = 0.0
     unpriced: int = 0
     """Requests whose model has no price: counted, never priced at $0."""
+    hidden_output: int = 0
+    """Output in the total and cost but not in ``output`` (``RequestRow``)."""
+    reasoning: int = 0
+    """Of ``output``, the reasoning tokens (Codex's)."""
 
     def add(self, row: RequestRow) -> None:
         self.input += row.input_tokens
         self.output += row.output_tokens
         self.cache_creation += row.cache_creation_tokens
         self.cache_read += row.cache_read_tokens
+        self.hidden_output += row.hidden_output_tokens
+        self.reasoning += row.reasoning_tokens
         if row.cost_usd is None:
             self.unpriced += 1
         else:
@@ -44,7 +50,7 @@ class Tokens:
 
     @property
     def total(self) -> int:
-        return self.input + self.output + self.cache_creation + self.cache_read
+        return self.input + self.output + self.cache_creation + self.cache_read + self.hidden_output
 
     def merge(self, o: Tokens) -> None:
         self.input += o.input
@@ -53,6 +59,8 @@ class Tokens:
         self.cache_read += o.cache_read
         self.cost_usd += o.cost_usd
         self.unpriced += o.unpriced
+        self.hidden_output += o.hidden_output
+        self.reasoning += o.reasoning
 
 
 @dataclass(slots=True)
@@ -124,9 +132,18 @@ class Bucket:
     last_at: float = float("-inf")
     project: str = ""
     entries: int = 0
+    agents: dict[str, None] = field(default_factory=dict)
+    """The agents of its requests, in the order first seen (an ordered set)."""
+    session: str = ""
+    """Its first request's session, as ccusage names it (``RequestRow.transcript_session``)."""
+    source: str = ""
+    """Its first request's file."""
+    session_id: str = ""
+    """Its first request's session id (``RequestRow.session_id``: Codex's thread id)."""
 
     def add(self, row: RequestRow) -> None:
         self.entries += 1
+        self.agents[row.agent] = None
         self.tokens.add(row)
         self.cache.add(row)
         model = row.model
@@ -143,6 +160,9 @@ class Bucket:
         self.last_at = max(self.last_at, row.at)
         if not self.project:
             self.project = row.project
+        if not self.session:
+            self.session, self.source = row.transcript_session, row.source
+            self.session_id = row.session_id
 
 
 KeyFn = Callable[[RequestRow], str]
@@ -199,7 +219,9 @@ def month_key(zone: tzinfo) -> KeyFn:
 
 def session_key(row: RequestRow) -> str:
     """ccusage's session: one transcript file (a subagent's belongs to its session's
-    folder) within one project folder."""
+    folder) within one project folder; another agent's session by its own name."""
+    if row.agent != "claude":
+        return f"{row.agent}:{row.transcript_session}"
     return f"{row.project}/{row.transcript_session}"
 
 

@@ -16,6 +16,15 @@ from pathlib import PurePath
 from cachediag.analysis.costs import PriceFn, entry_cost
 from cachediag.analysis.ledger import LedgerEntry, Outcome
 from cachediag.analysis.session_analysis import SessionAnalysis
+from cachediag.ingest.agents import agent_of
+from cachediag.usage.agents import (
+    CLAUDE,
+    CODEX,
+    CodexUsage,
+    codex_session,
+    codex_usage,
+    hidden_output,
+)
 from cachediag.usage.stamps import Kept, last_times, needs_reread
 
 HIT = "hit"
@@ -69,6 +78,14 @@ class RequestRow:
     message_id: str | None = None
     request_id: str | None = None
     """The response's ids, as ccusage keys its deduplication (``message.id:requestId``)."""
+    agent: str = "claude"
+    """Whose session it is (``ingest.agents.agent_of``): claude, codex, gemini, opencode."""
+    hidden_output_tokens: int = 0
+    """Output billed but left out of ``output_tokens``, as ccusage leaves it out of
+    ``outputTokens`` while its total and cost count it (Gemini CLI's thinking)."""
+    reasoning_tokens: int = 0
+    """Of ``output_tokens``, the reasoning (Codex's ``reasoning_output_tokens``: ccusage's
+    ``reasoningOutputTokens``); 0 where the log does not tell them apart."""
 
     @property
     def total_tokens(self) -> int:
@@ -77,6 +94,7 @@ class RequestRow:
             + self.output_tokens
             + self.cache_creation_tokens
             + self.cache_read_tokens
+            + self.hidden_output_tokens
         )
 
 
@@ -100,10 +118,12 @@ def row_of(
     transcript: str = "",
     dated: dict[str, Kept] | None = None,
     source: str = "",
+    agent: str = "claude",
+    codex: dict[int, CodexUsage] | None = None,
 ) -> RequestRow:
     """The row of one ledger entry (its request, outcome and costs); ``dated``: the
     lines ccusage keeps, read again (``stamps.last_times``), else the reader's
-    ``kept_at``."""
+    ``kept_at``; ``codex``: per line, what ccusage reads of a Codex request."""
     record = entry.record
     cost = entry_cost(entry, price_of)
     diagnosis = entry.diagnosis
@@ -119,6 +139,10 @@ def row_of(
         kept = None if mid is None else dated.get(mid)
         at = record.at if kept is None else kept.at
         logged = None if kept is None else kept.logged_cost_usd
+    hidden = hidden_output(record)
+    extra = None if codex is None else codex.get(record.line or 0)
+    if extra is not None and extra.at is not None:
+        at = extra.at
     return RequestRow(
         at=at,
         session_id=session_id,
@@ -126,7 +150,7 @@ def row_of(
         cwd=cwd,
         model=record.model,
         input_tokens=record.input_tokens,
-        output_tokens=record.output_tokens,
+        output_tokens=record.output_tokens - hidden,
         cache_creation_tokens=record.cache_creation_tokens,
         cache_read_tokens=record.cache_read_tokens,
         cost_usd=cost.cost_usd,
@@ -140,6 +164,9 @@ def row_of(
         line=record.line or 0,
         message_id=record.message_id,
         request_id=record.request_id,
+        agent=agent,
+        hidden_output_tokens=hidden,
+        reasoning_tokens=0 if extra is None else extra.reasoning_tokens,
     )
 
 
@@ -153,21 +180,47 @@ def session_rows(analysis: SessionAnalysis, price_of: PriceFn) -> list[RequestRo
     are not in the ledger, so they are not here either: each response is one row.
     """
     log = analysis.log
+    agent = agent_of(log.format)
     project = log.project or ""
     files = {s.log.source for s in analysis.streams if s.log.source and s.log.source != "-"}
     ordered = sorted(files)
     dated = last_times(ordered) if needs_reread(log.format, ordered) else None
+    codex: dict[str, dict[int, CodexUsage]] = {}
     rows: list[RequestRow] = []
     for stream in analysis.streams:
-        name = transcript_session(stream.log.source, log.session_id)
         source = stream.log.source or ""
+        name = _session_name(agent, source, log.session_id)
+        lines = None
+        if agent == CODEX:
+            lines = codex.get(source)
+            if lines is None:
+                lines = codex[source] = codex_usage(source)
         rows.extend(
-            row_of(entry, log.session_id, project, log.cwd, price_of, name, dated, source)
+            row_of(
+                entry,
+                log.session_id,
+                project,
+                log.cwd,
+                price_of,
+                name,
+                dated,
+                source,
+                agent,
+                lines,
+            )
             for entry in stream.entries
             if not entry.record.captured_only
         )
     rows.sort(key=lambda r: r.at)
     return rows
+
+
+def _session_name(agent: str, source: str, session_id: str) -> str:
+    if agent == CLAUDE:
+        return transcript_session(source, session_id)
+    if agent == CODEX:
+        return codex_session(source, session_id)
+    return session_id  # Gemini CLI's and opencode's own ids
 
 
 def is_miss(row: RequestRow) -> bool:

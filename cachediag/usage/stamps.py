@@ -58,7 +58,13 @@ class Kept(NamedTuple):
 
 def needs_reread(fmt: str, paths: Iterable[str]) -> bool:
     """Whether a session's kept lines must be read from its files (``last_times``): a
-    log of another format, or a transcript a line of which has its own ``costUSD``."""
+    Claude log of another format, or a transcript a line of which has its own
+    ``costUSD``. Another agent's session (Codex, Gemini CLI, opencode) never: its reader
+    dates each call once, and ccusage dates it the same way."""
+    from cachediag.ingest.agents import agent_of
+
+    if agent_of(fmt) != "claude":
+        return False
     return fmt != CLAUDE_CODE or any(_holds(path, COST) for path in paths)
 
 

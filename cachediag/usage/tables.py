@@ -7,14 +7,16 @@ line's key, tokens, cost and the cache's hit ratio, misses, re-cache cost and ca
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, tzinfo
 from typing import Protocol
 
 from rich.console import RenderableType
 from rich.text import Text
 
+from cachediag.ingest.agents import AGENTS
 from cachediag.report.layout import Column, compact_count, fitted_table, path_variants, short_id
+from cachediag.usage.agents import NAMES
 from cachediag.usage.blocks import Block, burn_rate, limit_status, projection
 from cachediag.usage.periods import Bucket, CacheTally, Tokens
 
@@ -34,6 +36,7 @@ class TableOptions(Protocol):
 
 
 TITLES = {"daily": "Date", "weekly": "Week", "monthly": "Month"}
+_ORDER = list(AGENTS)
 
 
 def usd(value: float) -> str:
@@ -71,11 +74,15 @@ def columns(
     caches: list[CacheTally],
     models: list[str],
     unpriced: list[int],
+    agents: list[str] | None = None,
 ) -> list[Column]:
-    """The columns every report shares, after its own first ones."""
+    """The columns every report shares, after its own first ones; ``agents``: each row's
+    agents, for a table of several."""
     costs = [usd(t.cost_usd) + ("*" if n else "") for t, n in zip(tokens, unpriced, strict=True)]
+    who = [] if agents is None else [Column("Agent", [agents], wraps=True, keep=60)]
     return [
         *first,
+        *who,
         Column("Models", [models], wraps=True, keep=20),
         Column("Input", _count([t.input for t in tokens]), justify="right", keep=40),
         Column("Output", _count([t.output for t in tokens]), justify="right", keep=45),
@@ -126,25 +133,27 @@ def _lines(
     models: list[str] = []
     unpriced: list[int] = []
     styles: list[str | None] = []
+    agents: list[str] = []
     blank = ("",) * (len(heads) - 1)
 
-    def add(key: KeyCells, t: Tokens, c: CacheTally, m: str, style: str | None) -> None:
+    def add(key: KeyCells, t: Tokens, c: CacheTally, m: str, style: str | None, a: str) -> None:
         cells.append(key)
         tokens.append(t)
         caches.append(c)
         models.append(m)
         unpriced.append(t.unpriced)
         styles.append(style)
+        agents.append(a)
 
     total, cache = Tokens(), CacheTally()
     for key, b in zip(keys, buckets, strict=True):
-        add(key, b.tokens, b.cache, _models(b), None)
+        add(key, b.tokens, b.cache, _models(b), None, ", ".join(agent_order(b.agents)))
         _sum(total, cache, b)
         if options.breakdown:
             for model, t in b.models.items():
                 c = b.model_cache.get(model, CacheTally())
-                add(("  └ " + _short_model(model), *blank), t, c, "", "dim")
-    add(("Total", *blank), total, cache, "", "bold")
+                add(("  └ " + _short_model(model), *blank), t, c, "", "dim", "")
+    add(("Total", *blank), total, cache, "", "bold", "")
     first = [
         Column(heads[0], [[c[0] for c in cells]], keep=100),
         *(
@@ -152,7 +161,8 @@ def _lines(
             for i, head in enumerate(heads[1:], start=1)
         ),
     ]
-    cols = columns(first, tokens, caches, models, unpriced)
+    several = len(agents_of(buckets)) > 1
+    cols = columns(first, tokens, caches, models, unpriced, agents if several else None)
     out: list[RenderableType] = [fitted_table(cols, options.width, title=title, row_styles=styles)]
     if total.unpriced:
         out.append(Text(f"* {total.unpriced} request(s) of a model without a price: not in Cost"))
@@ -164,11 +174,33 @@ def _sum(total: Tokens, cache: CacheTally, b: Bucket) -> None:
     cache.merge(b.cache)
 
 
+def agent_order(agents: Iterable[str]) -> list[str]:
+    """Agents in the order of ``ingest.agents.AGENTS`` (Claude Code first)."""
+    return sorted(agents, key=lambda a: (_ORDER.index(a) if a in _ORDER else len(_ORDER), a))
+
+
+def agents_of(buckets: Iterable[Bucket]) -> list[str]:
+    return agent_order({a for b in buckets for a in b.agents})
+
+
+def whose(buckets: Sequence[Bucket]) -> str | None:
+    """The one agent of a table's rows (Claude Code for none); ``None`` for several."""
+    found = agents_of(buckets)
+    if len(found) > 1:
+        return None
+    return NAMES.get(found[0], found[0]) if found else NAMES["claude"]
+
+
+def _title(buckets: Sequence[Bucket], what: str) -> str:
+    subject = whose(buckets)
+    return f"{subject} usage{what}" if subject else f"Every agent's usage{what}"
+
+
 def period_tables(
     options: TableOptions, lines: Sequence[Bucket], project: str | None
 ) -> list[RenderableType]:
     header = TITLES[options.report]
-    title = f"Claude Code usage, {options.report}" + (f" · {project}" if project else "")
+    title = _title(lines, f", {options.report}") + (f" · {project}" if project else "")
     if not lines:
         return [Text(f"No usage found{' for ' + project if project else ''}.")]
     return _lines(options, lines, [(b.key,) for b in lines], [header], title)
@@ -178,9 +210,15 @@ def session_tables(options: TableOptions, lines: Sequence[Bucket]) -> list[Rende
     if not lines:
         return [Text("No sessions found.")]
     zone = options.display_zone()
-    keys = [(short_id(b.key.split("/", 1)[-1], 9), b.project, _day(b.last_at, zone)) for b in lines]
+    keys = [(short_id(_session(b), 9), b.project, _day(b.last_at, zone)) for b in lines]
     heads = ["Session", "Project", "Last"]
-    return _lines(options, lines, keys, heads, "Claude Code usage by session")
+    return _lines(options, lines, keys, heads, _title(lines, " by session"))
+
+
+def _session(b: Bucket) -> str:
+    """Claude Code's session by its file's name (ccusage's), another agent's by its own
+    id (a Codex rollout's name starts with its date: its thread id tells them apart)."""
+    return b.session if "claude" in b.agents else b.session_id
 
 
 def _day(at: float, zone: tzinfo) -> str:
@@ -195,7 +233,12 @@ def block_tables(
     zone = options.display_zone()
     shown = [b for b in blocks if not b.is_gap]
     keys = [(_block_key(b, zone),) for b in shown]
-    out = _lines(options, [b.bucket for b in shown], keys, ["Block start"], "5-hour blocks")
+    buckets = [b.bucket for b in shown]
+    subject = whose(buckets)
+    title = "5-hour blocks" + {NAMES["claude"]: "", None: ", every agent"}.get(
+        subject, f" · {subject}"
+    )
+    out = _lines(options, buckets, keys, ["Block start"], title)
     for b in shown:
         if b.is_active:
             out.extend(_active_lines(b, now, limit))
