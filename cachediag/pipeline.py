@@ -268,7 +268,10 @@ class Run:
                 log = self.enrich(log) if self.enrich is not None else log
                 self.issues.extend(log.issues)
                 self.sessions_read += 1
-                yield "claude", render(analyze_log(log, now))
+                whose = agent_of(log.format)
+                self.agents_found.add(whose)
+                if self.agents is None or whose in self.agents:
+                    yield whose, render(analyze_log(log, now))
         sources = discover(file_paths, self.unreadable.append) if file_paths else []
         if self.agents is not None:
             sources = self._agents_only(sources)

@@ -117,3 +117,26 @@ def test_tables_title_another_agents_session_with_its_name() -> None:
     assert len(titles) == 2
     assert sum(line.endswith(" · Gemini CLI") for line in titles) == 1
     assert sum(" · " not in line for line in titles) == 1  # Claude Code's, as it always was
+
+
+def test_another_agents_log_under_any_name_or_piped(tmp_path: Path) -> None:
+    """Discovery knows an agent's files by name; a copy under another name, or the file
+    piped in, is told by its content and read by the same reader and ledger."""
+    rollout = next(CODEX.rglob("rollout-*.jsonl"))
+    chat = next(GEMINI.rglob("session-*.jsonl"))
+    for original in (rollout, chat):
+        renamed = tmp_path / f"copy-of-{original.parent.name}.jsonl"
+        shutil.copy(original, renamed)
+        by_name = json.loads(run("analyze", "--json", "--requests", str(original)).stdout)
+        copied = json.loads(run("analyze", "--json", "--requests", str(renamed)).stdout)
+        piped = subprocess.run(
+            [sys.executable, "-m", "cachediag", "analyze", "--json", "--requests"],
+            input=original.read_bytes(), capture_output=True, timeout=120,
+        )  # fmt: skip
+        assert piped.returncode == 0, piped.stderr
+        for other in (copied, json.loads(piped.stdout)):
+            assert other["format"] == by_name["format"]
+            assert other["prompt_cache"] == by_name["prompt_cache"]
+            assert [r["causes"] for r in other["requests"]] == [
+                r["causes"] for r in by_name["requests"]
+            ]

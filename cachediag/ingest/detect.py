@@ -19,6 +19,13 @@ API_USAGE = "api-usage"
 SSE_TEXT = "sse-text"
 RECORDS = "cachediag-records"
 OTEL = "claude-code-otel"
+CODEX = "codex-rollout"
+"""``ingest.codex.FORMAT``: a Codex CLI rollout under any name."""
+GEMINI = "gemini-cli"
+"""``ingest.gemini.FORMAT``: a Gemini CLI chat file under any name."""
+_CODEX_TYPES = frozenset(
+    {"session_meta", "turn_context", "world_state", "response_item", "event_msg", "compacted"}
+)
 _TRANSCRIPT_KEYS = ("sessionId", "uuid", "leafUuid", "messageId")
 
 
@@ -33,6 +40,16 @@ def looks_like_record(obj: JsonObject) -> bool:
     return "at" in obj and "cache_read_tokens" in obj and "cache_creation_tokens" in obj
 
 
+def looks_like_rollout(obj: JsonObject) -> bool:
+    """A line of a Codex CLI rollout: ``{"timestamp", "type", "payload": {...}}``."""
+    return obj.get("type") in _CODEX_TYPES and isinstance(obj.get("payload"), dict)
+
+
+def looks_like_gemini_chat(obj: JsonObject) -> bool:
+    """The first line of a Gemini CLI chat file (its session's header)."""
+    return "projectHash" in obj and isinstance(obj.get("sessionId"), str)
+
+
 def _request_log_format(objects: list[JsonObject]) -> str | None:
     from cachediag.ingest.capture import looks_like_capture
     from cachediag.ingest.otel import looks_like_otel
@@ -43,6 +60,8 @@ def _request_log_format(objects: list[JsonObject]) -> str | None:
         (looks_like_capture, API_CAPTURE),
         (looks_like_record, RECORDS),
         (looks_like_usage, API_USAGE),
+        (looks_like_rollout, CODEX),
+        (looks_like_gemini_chat, GEMINI),
     ):
         if any(check(o) for o in objects):
             return name
@@ -92,8 +111,8 @@ def detect_format(head: Iterable[bytes], source: str) -> str:
         return found
     raise NotALogError(
         f"{source}: JSON, but not a log cachediag reads (no Claude Code transcript lines, "
-        f"API request/response records, API responses with usage, OpenTelemetry exports "
-        f"or cachediag records in the first {seen} lines)"
+        f"API request/response records, API responses with usage, OpenTelemetry exports, "
+        f"Codex or Gemini CLI sessions or cachediag records in the first {seen} lines)"
     )
 
 

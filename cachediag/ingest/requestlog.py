@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from cachediag.ingest.detect import API_CAPTURE, API_USAGE, OTEL, RECORDS, SSE_TEXT
+from cachediag.ingest.detect import API_CAPTURE, API_USAGE, CODEX, GEMINI, OTEL, RECORDS, SSE_TEXT
 from cachediag.model import SessionLog
 
-FORMATS = (API_CAPTURE, API_USAGE, SSE_TEXT, RECORDS, OTEL)
+FORMATS = (API_CAPTURE, API_USAGE, SSE_TEXT, RECORDS, OTEL, CODEX, GEMINI)
 
 
 def read_request_log(fmt: str, lines: Iterable[bytes], source: str, session_id: str) -> SessionLog:
@@ -23,6 +23,15 @@ def read_request_log(fmt: str, lines: Iterable[bytes], source: str, session_id: 
         return read_records(lines, source, session_id)
     if fmt == OTEL:
         raise ValueError("an OpenTelemetry export holds many sessions: use read_request_logs")
+    if fmt == CODEX:
+        # Another agent's session under a name its discovery does not know, or piped.
+        from cachediag.ingest.codex import read_rollout_lines
+
+        return read_rollout_lines(lines, source)
+    if fmt == GEMINI:
+        from cachediag.ingest.gemini import read_chat_lines
+
+        return read_chat_lines([(source, lines)])
     from cachediag.ingest.usage import read_usage
 
     return read_usage(lines, source, session_id, sse_text=fmt == SSE_TEXT)
