@@ -1,15 +1,27 @@
 """Which sessions still have a warm prompt cache, and what letting one go cold costs.
 
 Pure: the caller reads the sessions and looks up prices. Each session is judged by its
-own TTL (the one its last cache entry was written with, prompt-cache.md §3), never by a
-fixed hour: a 5-minute session is cold five minutes after its last response.
+provider's cache, as the ledger that counted it (``analysis.ledgers``) sees it, never by
+a fixed hour:
+
+- Anthropic (Claude Code, opencode's Anthropic rows): the TTL its last cache entry was
+  written with (prompt-cache.md §3); going cold makes the next request write the prompt
+  again at that TTL's write price.
+- OpenAI (Codex, opencode's other rows): every request leaves its prefix for its model's
+  retention (``RequestRecord.ttl``: 5 minutes in memory, 30 minutes from GPT-5.6, 24
+  hours when extended), readable from 1,024 tokens in 128-token steps
+  (``openai_cache.readable_prefix``); there is no write charge, so a cold resume pays the
+  input price for what would have been cached input.
+- Gemini: the implicit cache's retention (``GeminiLedger.retention_s``) from the model's
+  minimum prompt (``gemini_cache.minimum_tokens``); no write charge either.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cachediag.analysis.costs import PER_TOKEN, PriceFn
+from cachediag.analysis.costs import PER_TOKEN, ModelPrices, PriceFn
+from cachediag.analysis.ledgers import GEMINI_FORMATS, OPENAI_FORMATS
 from cachediag.analysis.session_analysis import SessionAnalysis
 from cachediag.model import TTL_SECONDS, RequestRecord
 
@@ -24,34 +36,80 @@ class Warmth:
 
     ttl: str
     last: RequestRecord
-    """The last request: its whole prompt is what a cold cache makes the next one write."""
+    """The last request: its whole prompt is what a cold cache makes the next one pay."""
     expires_at: float
     seconds_left: float
     rebuild_usd: float | None
-    """That prompt written again at the TTL's write price; ``None`` when unpriced."""
+    """That prompt after expiry: written again at the TTL's write price (Anthropic), or
+    sent again at the input price (OpenAI, Gemini: no write charge); ``None`` when
+    unpriced."""
     resume_usd: float | None
-    """The same prompt read from the warm cache (what resuming now costs)."""
+    """The same prompt now: its cached part at the read price (the rest, below the
+    provider's granularity, at the input price)."""
+
+
+@dataclass(slots=True, frozen=True)
+class _Kept:
+    """What the provider keeps of the last prompt and for how long."""
+
+    ttl: str
+    expires_at: float
+    cached_tokens: int
+    written_for_1h: bool | None
+    """Whose write price a cold resume pays (the 1-hour or the 5-minute one); ``None``:
+    no write charge, the input price."""
+
+
+def _kept(a: SessionAnalysis) -> _Kept | None:
+    last = a.main.entries[-1].record
+    tokens = last.total_tokens
+    if a.log.format in OPENAI_FORMATS:
+        from cachediag.analysis.openai_cache import readable_prefix
+
+        window = TTL_SECONDS[last.ttl]
+        return _Kept(last.ttl, last.at + window, readable_prefix(tokens), None)
+    if a.log.format in GEMINI_FORMATS:
+        from cachediag.analysis.gemini_cache import GeminiLedger, minimum_tokens
+
+        ledger = a.main.ledger
+        assert isinstance(ledger, GeminiLedger)
+        cached = tokens if tokens >= minimum_tokens(last.model) else 0
+        return _Kept(last.ttl, last.at + ledger.retention_s, cached, None)
+    pc = a.main.prompt_cache
+    if pc.expires_at is None:
+        return None
+    return _Kept(pc.ttl, pc.expires_at, tokens, pc.ttl == "1h")
 
 
 def warmth(a: SessionAnalysis, now: float, price_of: PriceFn) -> Warmth | None:
     """How warm the main conversation of ``a`` is at ``now``; ``None`` once it is cold."""
-    pc = a.main.prompt_cache
-    if not pc.warm or pc.expires_at is None or not a.main.entries:
+    if not a.main.entries:
+        return None
+    kept = _kept(a)
+    if kept is None or kept.cached_tokens <= 0 or now >= kept.expires_at:
         return None
     last = a.main.entries[-1].record
-    tokens = last.total_tokens
     prices = price_of(last)
     rebuild = resume = None
     if prices is not None:
-        p = prices.tier_for(tokens)
-        write = p.cache_write_1h_mtok if pc.ttl == "1h" else p.cache_write_5m_mtok
-        rebuild = tokens * write * PER_TOKEN
-        resume = tokens * p.cache_read_mtok * PER_TOKEN
+        rebuild, resume = _costs(prices, last.total_tokens, kept)
     return Warmth(
-        ttl=pc.ttl,
+        ttl=kept.ttl,
         last=last,
-        expires_at=pc.expires_at,
-        seconds_left=pc.expires_at - now,
+        expires_at=kept.expires_at,
+        seconds_left=kept.expires_at - now,
         rebuild_usd=rebuild,
         resume_usd=resume,
     )
+
+
+def _costs(prices: ModelPrices, tokens: int, kept: _Kept) -> tuple[float, float]:
+    """(cold, warm) cost of sending the last prompt again."""
+    p = prices.tier_for(tokens)
+    if kept.written_for_1h is None:
+        cold_price = p.input_mtok
+    else:
+        cold_price = p.cache_write_1h_mtok if kept.written_for_1h else p.cache_write_5m_mtok
+    uncached = tokens - kept.cached_tokens
+    resume = kept.cached_tokens * p.cache_read_mtok + uncached * p.input_mtok
+    return tokens * cold_price * PER_TOKEN, resume * PER_TOKEN

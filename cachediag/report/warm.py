@@ -24,6 +24,10 @@ class WarmOut(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    agent: str | None = None
+    """Whose session (``claude``, ``codex``, ``gemini``, ``opencode``): only when the run
+    read several agents' sessions or ``--agent all`` asked (``commands.agents.names_agents``);
+    left out of the JSON otherwise."""
     session_id: str
     project: str | None
     """The project: its real path from the transcripts' ``cwd`` (where Claude Code ran),
@@ -32,16 +36,19 @@ class WarmOut(BaseModel):
     source: str
     model: str | None
     ttl: str
-    """The TTL of the last cache entry, as the log shows it."""
+    """How long the provider keeps the last prompt: the TTL of the last cache entry
+    (Anthropic), the model's retention (OpenAI: ``5m``, ``30m``, ``24h``), Gemini's."""
     last_activity_at: float
     expires_at: float
     seconds_left: float
     prompt_tokens: int
     """The last request's prompt: what the next request writes again once it is cold."""
     rebuild_usd: float | None
-    """That prompt at the TTL's write price (null: no price for the model)."""
+    """That prompt once cold: at the TTL's write price (Anthropic), at the input price
+    (OpenAI, Gemini: no write charge); null: no price for the model."""
     resume_usd: float | None
-    """That prompt at the read price: what resuming while it is warm costs."""
+    """That prompt at the read price (what the provider does not cache of it, at the
+    input price): what resuming while it is warm costs."""
 
 
 class WarmReport(BaseModel):
@@ -86,12 +93,27 @@ def format_left(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
-def warm_table(report: WarmReport, *, zone: tzinfo = UTC, width: int = 80) -> RenderableType:
+def report_json(report: WarmReport) -> dict[str, object]:
+    """``warm --json``: ``agent`` on each session only where the rows name one."""
+    return report.model_dump(mode="json", exclude={"sessions": {"__all__": _unnamed(report)}})
+
+
+def _unnamed(report: WarmReport) -> set[str]:
+    return set() if any(r.agent for r in report.sessions) else {"agent"}
+
+
+def warm_table(
+    report: WarmReport, *, zone: tzinfo = UTC, width: int = 80, other_agents: bool = False
+) -> RenderableType:
+    """The table; ``other_agents``: sessions not Claude Code's are in it (the note says
+    what going cold costs where the provider charges no write)."""
     rows = report.sessions
     if not rows:
         return Text("No session has a warm prompt cache.")
     label = zone_label(zone, rows[0].last_activity_at)
+    named = [Column("agent", [[r.agent or "" for r in rows]])] if not _unnamed(report) else []
     columns = [
+        *named,
         Column("left", [[format_left(r.seconds_left) for r in rows]], justify="right"),
         Column("ttl", [[r.ttl for r in rows]]),
         Column("session", [[r.session_id[:8] for r in rows]]),
@@ -112,7 +134,8 @@ def warm_table(report: WarmReport, *, zone: tzinfo = UTC, width: int = 80) -> Re
     ]
     notes = [
         "resume: the last prompt read from the cache now",
-        "if cold: written again at the TTL's write price once it expires",
+        "if cold: written again at the TTL's write price once it expires"
+        + (" (OpenAI, Gemini: sent again at the input price)" if other_agents else ""),
     ]
     return Group(
         text_lines(
