@@ -407,7 +407,7 @@ def test_a_sized_body_over_the_cap_is_not_kept_at_all() -> None:
     # Streamed on, never held: four 50 MB requests at once cost no 4 x 32 MiB of copies.
     from types import SimpleNamespace
 
-    from cachediag.proxy.forward import _Body
+    from cachediag.proxy.request_body import RequestBody as _Body
 
     def body(length: int) -> _Body:
         request = SimpleNamespace(content_length=length, headers={}, version=(1, 1))

@@ -1,26 +1,12 @@
 """Forwarding: every request relayed to the upstream unchanged, every response back as it
-arrives. aiohttp (the ``cachediag[proxy]`` extra) serves and sends; imported only here
-and in ``server``.
+arrives. aiohttp (the ``cachediag[proxy]`` extra) serves and sends.
 
-What changes on the way, and why (RFC 9110 §7.6.1): hop-by-hop headers (``Connection``,
-the names it lists, ``Keep-Alive``, ``TE``, ``Trailer``, ``Transfer-Encoding``,
-``Upgrade``, ``Proxy-*``) belong to one connection and are not forwarded, and ``Host``
-names the upstream. Bodies are relayed as bytes: the client session never decompresses,
-so a gzip answer reaches the client as the upstream sent it; request bodies are
-streamed on as they arrive, with the client's ``Content-Length``. For ``POST /v1/messages``
-only, ``Accept-Encoding`` is narrowed to the codings the recorder can undo, so the usage
-of a compressed answer can still be read; the bytes the upstream sends are relayed as
-they are. Nothing is recorded until the client has its last byte.
-
-What is refused, before anything is sent on (RFC 9110/9112): a method no API uses
-(``CONNECT``, ``TRACE``, unknown ones: 501); a target not in origin form
-(400: only ``/path?query`` is forwarded, to ``--upstream`` and nowhere else, see
-``target``); a transfer coding other than ``chunked`` (501: it cannot be forwarded
-without undoing it); an expectation other than ``100-continue`` (417); a body over the
-limit (413). ``Expect: 100-continue`` is answered here, as a server may, and not
-forwarded: the ``100`` goes to the client once the upstream has taken the request's
-head, so an upstream that never sends ``100`` cannot hang the request. When the client
-goes away, its upstream request is cancelled and its connection closed.
+Bodies are relayed as bytes: the client session never decompresses, so a gzip answer
+reaches the client as the upstream sent it; a request's body is streamed on as it
+arrives (``request_body``). What changes on the way is said in ``headers``, what is
+refused before anything is sent on in ``refusals``. Nothing is recorded until the client
+has its last byte. When the client goes away, its upstream request is cancelled and its
+connection closed.
 """
 
 from __future__ import annotations
@@ -34,42 +20,24 @@ from typing import Protocol
 
 import aiohttp
 from aiohttp import web
-from multidict import CIMultiDict, MultiMapping
+from multidict import CIMultiDict
 from yarl import URL
 
 from cachediag.proxy.exchange import Exchange
-from cachediag.proxy.guard import BodyClock, browser_refusal
+from cachediag.proxy.headers import (
+    HOP_BY_HOP,
+    NO_AUTO,
+    NOT_FORWARDED,
+    end_to_end,
+    narrowed_accept_encoding,
+)
 from cachediag.proxy.limits import Limits
-from cachediag.proxy.recording import DECODABLE, HINT_HEADERS, Failure, Recorder
+from cachediag.proxy.recording import HINT_HEADERS, Failure, Recorder
+from cachediag.proxy.refusals import refusal, refused, too_large
+from cachediag.proxy.request_body import BodyTooLarge, RequestBody
 from cachediag.proxy.target import BadTarget, Origin, origin_form, redact_url, upstream_url
 
-HOP_BY_HOP = frozenset(
-    {
-        "connection",
-        "keep-alive",
-        "proxy-connection",
-        "proxy-authenticate",
-        "proxy-authorization",
-        "te",
-        "trailer",
-        "transfer-encoding",
-        "upgrade",
-    }
-)
-# Content-Length stays: the body is streamed on as it comes, with the client's framing.
-# Expect is answered here (see the module's docstring), so the upstream never waits on it.
-_NOT_FORWARDED = HOP_BY_HOP | {"host", "expect"}
-# aiohttp adds these when absent; a transparent proxy sends only what the client sent.
-_NO_AUTO = ("User-Agent", "Accept", "Accept-Encoding", "Content-Type")
 UPSTREAM_KEY: web.AppKey[Upstream] = web.AppKey("cachediag_upstream")
-SEPARATE_HEAD_BYTES = 65_536
-"""A request body larger than this follows its head in a send of its own (below it, one
-send of both costs less than a second system call)."""
-
-
-CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
-FORWARDED_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
-"""What an HTTP API is called with; anything else is a 501 (RFC 9110 9.1)."""
 
 
 @dataclass(slots=True)
@@ -95,120 +63,6 @@ class ConnectionGuard(Protocol):
     def request_started(self) -> None: ...
 
     def request_done(self) -> None: ...
-
-
-def end_to_end(source: MultiMapping[str], drop: frozenset[str]) -> CIMultiDict[str]:
-    """Headers minus the hop-by-hop ones (and those ``Connection`` names), case and
-    repeats kept."""
-    listed = {
-        token.strip().lower()
-        for value in source.getall("Connection", [])
-        for token in value.split(",")
-    }
-    out: CIMultiDict[str] = CIMultiDict()
-    for name, value in source.items():
-        lower = name.lower()
-        if lower not in drop and lower not in listed:
-            out.add(name, value)
-    return out
-
-
-def narrowed_accept_encoding(value: str) -> str:
-    """The client's ``Accept-Encoding`` without codings the recorder cannot read back."""
-    kept = [
-        part.strip()
-        for part in value.split(",")
-        if part.split(";", 1)[0].strip().lower() in (*DECODABLE, "identity")
-    ]
-    return ", ".join(kept) or "identity"
-
-
-def error_body(message: str, kind: str = "api_error") -> bytes:
-    """An error in the Anthropic API's own shape, so clients show it as they show theirs."""
-    import json
-
-    return json.dumps({"type": "error", "error": {"type": kind, "message": message}}).encode()
-
-
-def refusal(status: int, message: str, kind: str = "invalid_request_error") -> web.Response:
-    """An answer of the proxy's own; the connection is closed after it, since the body the
-    client may still be sending is not read."""
-    response = web.Response(
-        status=status, body=error_body(f"cachediag proxy: {message}", kind),
-        content_type="application/json",
-    )  # fmt: skip
-    response.force_close()
-    return response
-
-
-def transfer_codings(request: web.BaseRequest) -> list[str]:
-    return [
-        token.strip().lower()
-        for value in request.headers.getall("Transfer-Encoding", [])
-        for token in value.split(",")
-        if token.strip()
-    ]
-
-
-class _Body:
-    """The request body streamed on as it arrives (a 1 MB conversation is not held back
-    until read whole), counted against the body limit, and kept for the recorder up to
-    its cap. It says afterwards how it ended: whole, too large, or cut off by the client."""
-
-    def __init__(self, request: web.BaseRequest, limits: Limits, keep: bool) -> None:
-        self.request = request
-        self.limits = limits
-        self.kept: list[bytes] | None = [] if keep else None
-        self.kept_bytes = 0
-        self.over_cap = False
-        if keep and (request.content_length or 0) > limits.record_max_bytes:
-            self.kept, self.over_cap = None, True  # known too big: nothing kept at all
-        self.too_large = False
-        self.client_gone = False
-        self.complete = False
-        self.clock = BodyClock(limits.body_timeout_s)
-        self.expect_continue = (
-            request.headers.get("Expect", "").strip().lower() == ("100-continue")
-            and request.version >= aiohttp.HttpVersion11
-        )
-
-    async def stream(self) -> AsyncIterator[bytes]:
-        if self.expect_continue:
-            # Only now, with the upstream connected and the head sent: a client that
-            # waits for 100 sends nothing to an upstream that is not there.
-            await self.request.writer.write(CONTINUE)
-        if (self.request.content_length or 0) > SEPARATE_HEAD_BYTES:
-            # An empty first piece makes the client send the request head on its own: with
-            # the first piece of a large body it would be joined into one copy of 256 KB.
-            yield b""
-        total = 0
-        try:
-            async for chunk in self.clock.pieces(self.request.content):
-                total += len(chunk)
-                if total > self.limits.max_body_bytes:
-                    self.too_large = True
-                    raise BodyTooLarge
-                self._keep(chunk)
-                yield chunk
-        except BodyTooLarge:
-            raise
-        except (Exception, asyncio.CancelledError):
-            self.client_gone = True  # the client's side of the body broke off
-            raise
-        self.complete = True
-
-    def _keep(self, chunk: bytes) -> None:
-        if self.kept is None:
-            return
-        self.kept_bytes += len(chunk)
-        if self.kept_bytes > self.limits.record_max_bytes:
-            self.kept, self.over_cap = None, True  # recorded without a fingerprint
-        else:
-            self.kept.append(chunk)
-
-
-class BodyTooLarge(Exception):
-    """A chunked request body passed ``max_body_bytes`` while being forwarded."""
 
 
 async def pieces(stream: aiohttp.StreamReader) -> AsyncIterator[bytes]:
@@ -263,27 +117,11 @@ async def _forward(
         url = upstream_url(up.origin, request.raw_path)
     except BadTarget as exc:
         return refusal(400, str(exc))
-    if request.method not in FORWARDED_METHODS:
-        # CONNECT would make the client library send the upstream's authority as target
-        # (a tunnel); TRACE would echo the credentials; others are no API's.
-        return refusal(501, f"the {request.method} method is not forwarded", "api_error")
-    codings = transfer_codings(request)
-    if codings and codings != ["chunked"]:
-        # RFC 9112 6.1: a coding not understood is a 501; dropping it would send the
-        # upstream a body it cannot read.
-        return refusal(501, "only the chunked transfer coding is supported", "api_error")
-    expect = request.headers.get("Expect")
-    if expect is not None and expect.strip().lower() != "100-continue":
-        return refusal(417, "the only expectation supported is 100-continue")
-    if (request.content_length or 0) > up.limits.max_body_bytes:
-        return refusal(
-            413, f"request body over {up.limits.max_body_bytes} bytes", "request_too_large"
-        )
-    if (why := browser_refusal(request, up.origin)) is not None:
-        return refusal(403, why, "permission_error")  # nothing forwarded, nothing recorded
+    if (answer := refused(request, up.origin, up.limits)) is not None:
+        return answer
     recorder = up.recorder if is_messages_call(request.method, path) else None
-    headers = end_to_end(request.headers, _NOT_FORWARDED)
-    body = _Body(request, up.limits, keep=recorder is not None)
+    headers = end_to_end(request.headers, NOT_FORWARDED)
+    body = RequestBody(request, up.limits, keep=recorder is not None)
     exchange: Exchange | None = None
     if recorder is not None:
         exchange = Exchange(
@@ -320,7 +158,7 @@ async def _relay(
     up: Upstream,
     url: URL,
     headers: CIMultiDict[str],
-    body: _Body,
+    body: RequestBody,
     ex: Exchange | None,
     started: list[web.StreamResponse],
 ) -> web.StreamResponse:
@@ -330,7 +168,7 @@ async def _relay(
             url,
             headers=headers,
             data=body.stream() if request.body_exists else None,
-            skip_auto_headers=_NO_AUTO,
+            skip_auto_headers=NO_AUTO,
             allow_redirects=False,
         )
     except (aiohttp.ClientError, OSError, TimeoutError, BodyTooLarge) as exc:
@@ -338,9 +176,7 @@ async def _relay(
             if ex is not None:
                 ex.failure = Failure.HTTP_ERROR
                 ex.status = 413
-            return refusal(
-                413, f"request body over {up.limits.max_body_bytes} bytes", "request_too_large"
-            )
+            return too_large(up.limits)
         if body.clock.expired:  # the upstream request is cancelled with its body
             if ex is not None:
                 ex.failure = Failure.CANCELLED
