@@ -140,3 +140,14 @@ def test_another_agents_log_under_any_name_or_piped(tmp_path: Path) -> None:
             assert [r["causes"] for r in other["requests"]] == [
                 r["causes"] for r in by_name["requests"]
             ]
+
+
+def test_no_claude_code_advice_on_other_agents_sessions() -> None:
+    """The advice names Claude Code's settings: never shown for another agent's miss,
+    opencode's rows in OpenAI's form (``opencode-auto``) included."""
+    for path in (OPENCODE / "opencode" / "opencode.db", next(CODEX.rglob("rollout-*.jsonl"))):
+        done = run("explain", "--json", str(path))
+        assert done.returncode == 0, done.stderr
+        explained = json.loads(done.stdout)
+        assert explained["request"]["outcome"] == "miss"
+        assert explained["advice"] == []

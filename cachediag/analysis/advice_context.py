@@ -14,6 +14,7 @@ import re
 from cachediag.analysis.advice import Advice, AdviceContext, advice_for
 from cachediag.analysis.ledger import LedgerEntry, Outcome
 from cachediag.analysis.session_analysis import SessionAnalysis, StreamAnalysis
+from cachediag.ingest.agents import agent_of
 
 _VERSION = re.compile(rb'"version":"(\d+\.\d+\.\d+)[^"]{0,20}"')
 _WINDOW = 64 * 1024
@@ -84,13 +85,11 @@ def advice_for_entry(
     return [advice_for(str(c), ctx) for c in dict.fromkeys(d.causes)]
 
 
-_OTHER_CLIENTS = frozenset({"codex-rollout", "gemini-cli", "opencode"})
-"""Formats of other agents: Claude Code's settings and habits are not theirs."""
-
-
 def advises(analysis: SessionAnalysis) -> bool:
-    """Whether the advice (written for Claude Code and the Anthropic API) fits the log."""
-    return analysis.log.format not in _OTHER_CLIENTS
+    """Whether the advice (written for Claude Code and the Anthropic API) fits the log:
+    not another agent's (``ingest.agents.agent_of``), whose settings and habits differ;
+    opencode's rows in either provider's form included."""
+    return agent_of(analysis.log.format) == "claude"
 
 
 def stream_advice(
