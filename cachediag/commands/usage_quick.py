@@ -67,7 +67,14 @@ def main(args: list[str]) -> None:
     (having done nothing) when it is."""
     from cachediag.history.report_answers import replay
 
-    if replay(args):
+    try:
+        answered = replay(args)
+    except (BrokenPipeError, KeyboardInterrupt) as exc:  # ended as a run that read ends
+        from cachediag.console import run_guarded
+
+        ended = exc
+        sys.exit(run_guarded(lambda: _again(ended)))
+    if answered:
         sys.exit(0)
     from cachediag.console import plain_streams, run_guarded
 
@@ -75,6 +82,10 @@ def main(args: list[str]) -> None:
     if options is None:
         return
     sys.exit(run_guarded(lambda: _report(options, args)))
+
+
+def _again(exc: BaseException) -> None:
+    raise exc
 
 
 def _report(options: UsageOptions, args: list[str]) -> None:

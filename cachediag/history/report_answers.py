@@ -36,7 +36,11 @@ def replay(args: list[str], root: str | None = None) -> bool:
         return False
     import cachediag
 
-    found = answers.stored_answer(answers.answer_key(args, cachediag.__version__), root)
+    try:
+        key = answers.answer_key(args, cachediag.__version__)
+    except OSError:  # no working folder: relative paths mean nothing now
+        return False
+    found = answers.stored_answer(key, root)
     if found is None:
         return False
     out, err = found
@@ -73,7 +77,10 @@ def keeping(
 
     import cachediag
 
-    key = answers.answer_key(args, cachediag.__version__)
+    try:
+        key = answers.answer_key(args, cachediag.__version__)
+    except OSError:
+        return run()
     taken = time.time_ns()
     snap = answers.snapshot(inputs_of(options))
     snap.update(answers.snapshot(_code_folders(), _CODE))
@@ -88,7 +95,9 @@ def keeping(
     if "\x1b" not in text:  # escape codes are stripped or kept by the terminal's kind
         from contextlib import suppress
 
-        with suppress(OSError):  # rows_for said so already, if the folder was not usable
+        # Not kept: a folder not usable (rows_for said so already), or a name that is not
+        # UTF-8, which JSON cannot hold; the report stands on its own.
+        with suppress(OSError, ValueError, TypeError):
             answers.save_answer(key, snap, taken, text, "".join(err), root)
     return out
 
