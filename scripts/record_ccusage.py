@@ -297,7 +297,7 @@ def record_agents(ccusage: str) -> list[Path]:
     ``ccusage20_all_<report>.json`` across agents, ``ccusage20_all_<agent>_<report>.json``
     for one. Run with only ``PATH``, ``HOME`` and ``TZ=UTC`` set, so that each agent is
     found at its default place under that home and nothing else is read."""
-    from tests.agents_home import build_home
+    from tests.agents_home import add_channel, build_home
 
     written = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -324,6 +324,22 @@ def record_agents(ccusage: str) -> list[Path]:
                 target.write_text(json.dumps(recorded, indent=2, sort_keys=True) + "\n")
                 print(f"agents: {' '.join(command[:2])} -> {target.relative_to(ROOT)}")
                 written.append(target)
+        # opencode's databases of two channels: ccusage reads only one of them.
+        add_channel(home)
+        command = ["opencode", "session", *AGENT_OPTIONS]
+        out = subprocess.run(
+            [ccusage, *command], capture_output=True, text=True, check=True, env=env
+        ).stdout
+        target = ROOT / "tests/data/ccusage20_all_opencode_channels.json"
+        recorded = {
+            "ccusage_version": version,
+            "command": "env -i PATH=$PATH HOME=<home> TZ=UTC ccusage " + " ".join(command),
+            "home": "tests/agents_home.py build_home, then add_channel",
+            "output": json.loads(out),
+        }
+        target.write_text(json.dumps(recorded, indent=2, sort_keys=True) + "\n")
+        print(f"agents: opencode channels -> {target.relative_to(ROOT)}")
+        written.append(target)
     return written
 
 

@@ -43,7 +43,13 @@ def build_home(home: Path) -> Path:
     return home
 
 
-def environment(home: Path, base: dict[str, str]) -> dict[str, str]:
-    """``base`` with ``HOME`` at ``home``, ``TZ=UTC`` and no agent home moved elsewhere."""
-    env = {k: v for k, v in base.items() if k not in MOVED}
-    return {**env, "HOME": str(home), "TZ": "UTC"}
+CHANNEL_DB = "opencode-dev.db"
+"""A second opencode database, as a non-release channel writes it (``opencode-<channel>.db``
+beside ``opencode.db``): ``tests/data/opencode_home_anthropic``'s."""
+
+
+def add_channel(home: Path) -> Path:
+    """``home`` with opencode's second database (``CHANNEL_DB``) beside the first."""
+    target = home / ".local/share/opencode" / CHANNEL_DB
+    shutil.copyfile(DATA / "opencode_home_anthropic/opencode/opencode.db", target)
+    return home

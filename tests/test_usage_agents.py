@@ -22,7 +22,7 @@ from click.testing import CliRunner
 
 from cachediag.cli import main
 from cachediag.commands.usage_quick import usage_args
-from tests.agents_home import MOVED, build_home
+from tests.agents_home import CHANNEL_DB, MOVED, add_channel, build_home
 
 DATA = Path(__file__).parent / "data"
 LATER = datetime(2027, 6, 1, tzinfo=UTC).timestamp()
@@ -236,3 +236,34 @@ def test_quick_path_prints_the_same_and_leaves_agent_to_click(home: Path) -> Non
     options = usage_args(["daily", "--json", *paths(home)])
     assert options is not None and options.agent is None
     assert usage_args(["daily", "--json", "--agent", "codex", *paths(home)]) is None
+
+
+@pytest.mark.parametrize("report", (*ACROSS, "blocks"))
+def test_the_history_index_gives_the_same_bytes(home: Path, report: str) -> None:
+    first = run(home, report, "--json", "--agent", "all")
+    assert run(home, report, "--json", "--agent", "all") == first  # answered by the index
+    assert run(home, report, "--json", "--agent", "all", "--no-index") == first
+
+
+def test_instances_keep_each_project_of_every_agent(home: Path) -> None:
+    projects = ours(home, "daily", "--instances")["projects"]
+    agents = ours(home, "daily")["daily"]
+    assert set(projects) == {"spotter", "claude-code-viewer", "work"}
+    assert sum(line["totalTokens"] for lines in projects.values() for line in lines) == sum(
+        line["totalTokens"] for line in agents
+    )
+
+
+def test_opencode_databases_of_every_channel_are_read(tmp_path: Path) -> None:
+    """Pinned: with ``opencode.db`` and a channel's ``opencode-dev.db`` side by side,
+    ccusage 20.0.24 reads only the first; cachediag reads both (docs/agents-opencode.md),
+    the second's sessions as ccusage reads that database alone."""
+    home = add_channel(build_home(tmp_path / "home"))
+    theirs = recorded("opencode_channels")["sessions"]
+    alone = json.loads((DATA / "ccusage20_opencode_anthropic.json").read_text())["sessions"]
+    mine = ours(home, "session", "--agent", "opencode")["sessions"]
+    assert (home / ".local/share/opencode" / CHANNEL_DB).is_file()
+    assert sorted(s["sessionId"] for s in mine) == sorted(s["sessionId"] for s in [*theirs, *alone])
+    by_id = {s["sessionId"]: s for s in mine}
+    for s in alone:  # Anthropic's form: no reasoning, so every figure is ccusage's
+        assert differences(by_id[s["sessionId"]], s) == []
