@@ -12,8 +12,8 @@ the code and the price data. A file's signature is its identity, size, mtime and
 an append, a rewrite at the same size, a truncation, a replacement, a touch and a chmod
 all change one of them.
 
-``stored_answer`` gives the output back only while every signature is what was saved; a
-snapshot holding a time within ``RACY_S`` of when it was taken is never saved (a file
+``stored_answer`` gives the output back only while every signature is what was saved; an
+answer whose inputs hold a time within ``RACY_S`` of the snapshot is not saved (a file
 written again in the same clock tick keeps its mtime; git calls such entries racy), so
 the next run reads. Answers hold paths, signatures and the report's own output (ids,
 counts, costs, model and project names), never prompt text or variable values (only a
@@ -143,17 +143,12 @@ def stored_answer(key: str, root: str | None = None) -> tuple[str, str] | None:
     return out, err
 
 
-def save_answer(
-    key: str, snap: Snapshot, taken_ns: int, out: str, err: str, root: str | None = None
-) -> bool:
-    """Keep ``out`` and ``err`` under ``key``, unless ``snap`` is racy; whether it was
-    kept. The oldest answers beyond ``KEEP`` go."""
-    if racy(snap, taken_ns):
-        return False
+def save_answer(key: str, snap: Snapshot, out: str, err: str, root: str | None = None) -> None:
+    """Keep ``out`` and ``err`` under ``key`` with ``snap`` (which the caller found not
+    ``racy``); the oldest answers beyond ``KEEP`` go."""
     where = _where(key, root)
     store.save(where, {"schema": SCHEMA, "files": snap, "out": out, "err": err})
     _prune(os.path.dirname(where))
-    return True
 
 
 def _prune(folder: str) -> None:

@@ -83,6 +83,10 @@ def keeping(
         return run()
     taken = time.time_ns()
     snap = answers.snapshot(inputs_of(options))
+    fresh = answers.racy(snap, taken)
+    # The code is checked for changes but not for racy times: an install or an edit does
+    # not write a file twice in one clock tick, and a checkout being worked on would
+    # otherwise keep nothing.
     snap.update(answers.snapshot(_code_folders(), _CODE))
     stderr = sys.stderr
     err: list[str] = []
@@ -92,13 +96,13 @@ def keeping(
     finally:
         sys.stderr = stderr
     text = out + "\n"  # as ``console.echo`` prints it
-    if "\x1b" not in text:  # escape codes are stripped or kept by the terminal's kind
+    if not fresh and "\x1b" not in text:  # escape codes: kept or not by the terminal
         from contextlib import suppress
 
         # Not kept: a folder not usable (rows_for said so already), or a name that is not
         # UTF-8, which JSON cannot hold; the report stands on its own.
         with suppress(OSError, ValueError, TypeError):
-            answers.save_answer(key, snap, taken, text, "".join(err), root)
+            answers.save_answer(key, snap, text, "".join(err), root)
     return out
 
 
