@@ -267,3 +267,17 @@ def test_opencode_databases_of_every_channel_are_read(tmp_path: Path) -> None:
     by_id = {s["sessionId"]: s for s in mine}
     for s in alone:  # Anthropic's form: no reasoning, so every figure is ccusage's
         assert differences(by_id[s["sessionId"]], s) == []
+
+
+def test_codex_rollout_of_token_counts_only_equals_ccusage(tmp_path: Path) -> None:
+    """Older Codex rollouts have no ``token_usage_record``: each request's reasoning and
+    time come from its ``token_count`` (ccusage 20.0.24 on the same file, recorded)."""
+    (source,) = sorted((DATA / "codex_home_changes/sessions").rglob("rollout-*.jsonl"))
+    target = tmp_path / "sessions" / source.relative_to(DATA / "codex_home_changes/sessions")
+    target.parent.mkdir(parents=True)
+    kept = [ln for ln in source.read_text().splitlines() if '"token_usage_record"' not in ln]
+    target.write_text("\n".join(kept) + "\n")
+    theirs = json.loads((DATA / "ccusage20_codex_token_count_only.json").read_text())
+    mine = json.loads(run(tmp_path, "session", "--json", "--agent", "codex", where=[str(tmp_path)]))
+    assert theirs["sessions"][0]["reasoningOutputTokens"] > 0
+    assert differences(mine, theirs) == []
