@@ -177,3 +177,29 @@ def test_blocks_and_no_index_are_never_answered_from_a_stored_answer(tmp_path: P
         for _ in range(2):
             assert _probe(args, cache)[1], args  # read each time: the clock moves blocks
     assert not list((cache / "cachediag" / "history").glob("answer-*"))
+
+
+def test_every_kept_report_answers_as_a_full_read_does(tmp_path: Path) -> None:
+    from cachediag.history.answers import RACY_S
+    from cachediag.history.report_answers import KEPT
+
+    tree = tmp_path / "projects" / "-home-marco-projects-spotter"
+    shutil.copytree(FIXTURES, tree)
+    time.sleep(RACY_S + 0.2)
+    cache = tmp_path / "cache"
+    for report in KEPT:
+        args = [report, "--json", str(tree.parent)]
+        first, read = _probe(args, cache)
+        assert read and first == _full_read(args, tmp_path), report
+        _answered(args, cache, first)
+    target = max(tree.glob("*.jsonl"), key=lambda p: p.stat().st_size)
+    with target.open("ab") as out:
+        out.write(
+            _retagged(
+                next(x for x in reversed(target.read_bytes().splitlines(True)) if b'"usage"' in x)
+            )
+        )
+    for report in KEPT:
+        args = [report, "--json", str(tree.parent)]
+        now, read = _probe(args, cache)
+        assert read and now == _full_read(args, tmp_path), report
