@@ -281,3 +281,13 @@ def test_codex_rollout_of_token_counts_only_equals_ccusage(tmp_path: Path) -> No
     mine = json.loads(run(tmp_path, "session", "--json", "--agent", "codex", where=[str(tmp_path)]))
     assert theirs["sessions"][0]["reasoningOutputTokens"] > 0
     assert differences(mine, theirs) == []
+
+
+@pytest.mark.parametrize("extra", [(), ("--agent", "codex"), ("--agent", "claude"), ("--no-index",)])
+def test_no_path_reads_every_agents_home(home: Path, extra: tuple[str, ...]) -> None:
+    """With no path, each agent's home under ``HOME`` is read: the same report as the
+    homes named (``--agent`` keeps one agent's)."""
+    for report in ("daily", "session"):
+        named = run(home, report, "--json", *extra)
+        assert run(home, report, "--json", *extra, where=[]) == named
+        assert json.loads(named)  # not an empty report

@@ -101,8 +101,11 @@ def rows_for(paths: Iterable[Path], options: UsageOptions) -> list[RequestRow]:
         except OSError as exc:  # a cache folder not ours alone, a full disk: read it all
             why = exc.strerror or str(exc)
             echo(f"note: history index unavailable ({why}); reading every file", err=True)
-    inputs = list(paths) or default_paths()
-    run = Run(jobs=options.jobs)
+    from cachediag.commands.agents import agents_for
+
+    agents = agents_for(options.agent)
+    inputs = list(paths) or default_paths(agents)
+    run = Run(jobs=options.jobs, agents=agents)
     render = partial(_session_rows, pricing_file=options.pricing_file)
     rows = [row for batch in run.rendered(inputs, None, options.clock(), render) for row in batch]
     finish_reading(run.issues, run.unreadable, run.errors, run.nothing_read)

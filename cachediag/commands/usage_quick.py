@@ -56,7 +56,7 @@ def _history_found() -> bool:
     from cachediag.pipeline import default_paths
 
     try:
-        default_paths()
+        default_paths(None)
     except CachediagError:
         return False
     return True

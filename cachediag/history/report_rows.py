@@ -68,7 +68,9 @@ def indexed_rows_for(
     from cachediag.usage.rows import RequestRow
 
     stats = stats if stats is not None else Stats()
-    inputs = list(paths) or default_paths()
+    from cachediag.commands.agents import agents_for
+
+    inputs = list(paths) or default_paths(agents_for(options.agent))
     unreadable: list[LineIssue] = []
     groups = project_groups(discover(inputs, unreadable.append))
     keyed = [(group_files(g), g) for g in groups]
