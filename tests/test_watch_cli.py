@@ -222,7 +222,7 @@ def test_signal_ends_with_a_summary_and_exit_0(tmp_path: Path, sig: signal.Signa
     assert (summary["event"], summary["requests"]) == ("summary", 3)
     # One line at the start: what is followed and how to stop.
     assert err == (
-        f"cachediag: watching 1 session under {tmp_path} for new requests; "
+        f"cachediag: watching 1 claude session under {tmp_path} for new requests; "
         "Ctrl-C stops with a summary\n"
     )
 

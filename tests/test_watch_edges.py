@@ -115,7 +115,7 @@ def test_start_line_is_said_before_the_history_is_read(
     monkeypatch.setattr("cachediag.follow.source.WatchdogSource", StopAtOnce)
     main.main(["watch", "--json", str(projects)], standalone_mode=False)
     start = (
-        f"cachediag: watching 1 session under {projects} for new requests; "
+        f"cachediag: watching 1 claude session under {projects} for new requests; "
         "Ctrl-C stops with a summary\n"
     )
     assert said_before_read[:1] == [start]  # the session was read (it is recent), after
@@ -153,7 +153,7 @@ def test_live_watch_start_line_first_then_a_new_project_by_path(
         cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     try:
-        assert read_line(proc).startswith("cachediag: watching 1 session under ")
+        assert read_line(proc).startswith("cachediag: watching 1 claude session under ")
         first = [json.loads(read_line(proc)) for _ in range(3)]
         assert [(e["event"], e["project"]) for e in first] == [
             ("session", "-home-me-app"),

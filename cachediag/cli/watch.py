@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from cachediag.cli.common import USD, pricing_option
+from cachediag.cli.common import USD, agent_option, pricing_option
 from cachediag.cli.window import window_options
 from cachediag.commands.window import Bound, resolve_window, zone_or_local
 from cachediag.console import report_issues, silence_stdout
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     "--now", type=float, metavar="EPOCH", help="Pin the clock that --since 2h counts back from."
 )
 @pricing_option
+@agent_option
 def watch(
     paths: tuple[Path, ...],
     as_json: bool,
@@ -62,12 +63,16 @@ def watch(
     zone: tzinfo | None = None,
     now: float | None = None,
     pricing_file: Path | None = None,
+    agent: str | None = None,
 ) -> None:
-    """Follow Claude Code sessions live: every request as it lands, misses with their cause.
+    """Follow agent sessions live: every request as it lands, misses with their cause.
 
     PATHS may be transcripts (with their subagents/ folder), session or project folders or
-    a whole projects tree; default: ~/.claude/projects (or $CLAUDE_CONFIG_DIR/projects).
-    New sessions and subagent files are picked up as they appear.
+    a whole projects tree, Codex rollouts, Gemini CLI chats, opencode's database or the
+    folders holding them; default: every agent's history found (~/.claude/projects or
+    $CLAUDE_CONFIG_DIR/projects, ~/.codex/sessions, ~/.gemini/tmp,
+    ~/.local/share/opencode), or --agent's. New sessions and subagent files are picked up
+    as they appear.
 
     By default only what happens after the start is reported (earlier requests are read
     quietly, so the first new one is judged against its real predecessor); --from-start
@@ -81,6 +86,7 @@ def watch(
       cachediag watch --json | jq -c 'select(.outcome == "miss")'
       cachediag watch --once --json session.jsonl  a transcript, as events
       cachediag watch --once --since 2h            the past two hours' requests
+      cachediag watch --agent codex                Codex sessions only
 
     --since/--until (with --once or --from-start) report only the events of that window;
     the summary then counts those alone. Times are shown in --timezone.
@@ -90,6 +96,7 @@ def watch(
 
         click.echo(json.dumps(watch_schema(), indent=2))
         return
+    from cachediag.commands.agents import agents_for
     from cachediag.follow.follower import Follower
     from cachediag.follow.layout import scopes_for
     from cachediag.follow.select import Selection, is_miss
@@ -100,7 +107,8 @@ def watch(
     window = resolve_window(since, until, time.time() if now is None else now, display)
     if not window.open and not (once or from_start):
         raise click.UsageError("--since/--until need --once or --from-start")
-    roots = _roots(paths)
+    agents = agents_for(agent)
+    roots = _roots(paths, agents)
     unreadable = _unreadable(roots) if once else []
     roots = [r for r in roots if all(str(r) != path for path, _ in unreadable)]
     if pricing_file is not None:
@@ -124,7 +132,8 @@ def watch(
         price_function(pricing_file),
         from_start=from_start or once,
         stop=stop,
-        on_found=None if once else _announce([str(r) for r in roots]),
+        on_found=None if once else _announce([str(r) for r in roots], agents),
+        agents=agents,
     )
     loop = Loop()
     with stopped_by_signals(stop, loop):
@@ -138,23 +147,31 @@ def watch(
         except Interrupted:
             pass  # a signal while waiting: the summary follows
     out.summary(selection.summaries(follower.summaries()))
-    report_issues(follower.issues)
+    report_issues(follower.all_issues())
     if unreadable:
         from cachediag.console import raise_errors
 
         raise_errors([message for _, message in unreadable])
 
 
-def _roots(paths: tuple[Path, ...]) -> list[Path]:
+def _roots(paths: tuple[Path, ...], agents: frozenset[str] | None) -> list[Path]:
+    from cachediag.ingest.agents import agent_named
+
     if not paths:
+        from cachediag.follow.layout import agent_homes
         from cachediag.pipeline import default_paths
 
-        return default_paths()
+        # The folders, not the files found in them: sessions started later are seen.
+        # None at all: the error every command gives (it says where it looked).
+        return agent_homes(agents) or default_paths(agents)
     for p in paths:
         if not p.exists():
             raise InputError(f"{p}: no such file or directory")
         if not (p.is_file() or p.is_dir()):
             raise InputError(f"{p}: not a regular file or directory")
+        whose = agent_named(p.name) or "claude"
+        if p.is_file() and agents is not None and whose not in agents:
+            raise InputError(f"{p}: a {whose} session file, not {' or '.join(sorted(agents))}'s")
     return list(paths)
 
 
@@ -162,12 +179,13 @@ def _unreadable(roots: list[Path]) -> list[tuple[str, str]]:
     """Named files that are not logs (empty, binary, not JSON Lines) or cannot be read:
     ``--once`` says so as ``analyze`` does, and watches the rest."""
     from cachediag.errors import NotALogError
+    from cachediag.ingest.agents import agent_named
     from cachediag.ingest.detect import SNIFF_LINES, detect_format
 
     found = []
     for root in roots:
-        if not root.is_file():
-            continue
+        if not root.is_file() or agent_named(root.name) is not None:
+            continue  # another agent's file: its reader says what is wrong with it
         try:
             with root.open("rb") as f:
                 head = [line for _, line in zip(range(SNIFF_LINES), f, strict=False)]
@@ -179,13 +197,14 @@ def _unreadable(roots: list[Path]) -> list[tuple[str, str]]:
     return found
 
 
-def _announce(roots: list[str]) -> Callable[[int], None]:
+def _announce(roots: list[str], agents: frozenset[str] | None) -> Callable[[dict[str, int]], None]:
     """What a live watch says on stderr once the existing files are found, before it
-    reads them."""
+    reads them: how many sessions of which agents (those asked for, even with none)."""
     from cachediag.report.watch_view import start_line
 
-    def found(sessions: int) -> None:
-        click.echo(start_line(roots, sessions), err=True)
+    def found(counts: dict[str, int]) -> None:
+        asked = dict.fromkeys(sorted(agents or ()), 0)
+        click.echo(start_line(roots, {**asked, **counts}), err=True)
 
     return found
 

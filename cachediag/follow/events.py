@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from cachediag.analysis.costs import EntryCost
 from cachediag.analysis.ledger import LedgerEntry, Outcome
-from cachediag.model import RebuildAnnounced, StreamKind
+from cachediag.model import RebuildAnnounced, RequestRecord, StreamItem, StreamKind
 
 
 @dataclass(slots=True, frozen=True)
@@ -18,7 +18,16 @@ class SessionRef:
     session_id: str
     project: str | None
     transcript: str
-    """The main transcript's path (it may not exist: a session seen through its agents)."""
+    """The main transcript's path (it may not exist: a session seen through its agents);
+    another agent's session file (a rollout, a chat, opencode's database)."""
+    agent: str | None = None
+    """Another agent's session (``ingest.agents`` name); ``None``: Claude Code's."""
+
+    @property
+    def key(self) -> str:
+        """What tells sessions apart: the transcript, and in a file that holds many
+        (opencode's database) the session id too."""
+        return self.transcript if self.agent is None else f"{self.transcript}\0{self.session_id}"
 
 
 @dataclass(slots=True, frozen=True)
@@ -125,3 +134,17 @@ class Tally:
     def hit_ratio(self) -> float | None:
         total = self.read_tokens + self.input_tokens + self.creation_tokens
         return self.read_tokens / total if total else None
+
+
+ItemKey = tuple[str, ...]
+
+
+def item_key(item: StreamItem) -> ItemKey:
+    """What identifies an item across two reads of the same session."""
+    if isinstance(item, RequestRecord):
+        if item.message_id:
+            return (item.stream, "message", item.message_id)
+        if item.request_id:
+            return (item.stream, "request", item.request_id)
+        return (item.stream, "line", str(item.line))
+    return (item.stream, item.kind.value, repr(item.at))

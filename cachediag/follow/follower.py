@@ -7,7 +7,9 @@ watchdog. What it reports goes to ``emit`` as ``follow.events`` records.
 What counts as new: in ``from_start`` mode everything; otherwise only what a file gains
 after the start. A session is then read up to its start-of-watch sizes quietly (so that
 the first new request is classified against its real predecessor) when it first shows
-activity, or at the start when it was written to within the last hour.
+activity, or at the start when it was written to within the last hour. Other agents'
+session files (told by their names) go to ``follow.agent_files``, which reports through
+this follower's sessions and tallies.
 """
 
 from __future__ import annotations
@@ -16,12 +18,13 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from cachediag.analysis.costs import PriceFn, entry_cost
 from cachediag.analysis.ledger import LedgerEntry
 from cachediag.analysis.session_analysis import project_name
 from cachediag.errors import NotALogError
+from cachediag.follow.agent_files import AgentFiles
 from cachediag.follow.events import (
     FileRemoved,
     FileReset,
@@ -32,46 +35,26 @@ from cachediag.follow.events import (
     StreamSeen,
     Tally,
     WatchEvent,
+    item_key,
 )
 from cachediag.follow.files import change_of, unchanged_since
-from cachediag.follow.layout import Scope, files_below, session_of
+from cachediag.follow.layout import (
+    Scope,
+    cwd_of,
+    files_below,
+    head_lines,
+    session_of,
+    watched_file,
+)
 from cachediag.follow.live_session import LiveSession
-from cachediag.ingest.detect import CLAUDE_CODE, SNIFF_LINES, detect_format
-from cachediag.model import MAIN_STREAM, LineIssue, RequestRecord, StreamItem
-from cachediag.safefiles import open_regular
+from cachediag.follow.tracked import Tracked
+from cachediag.ingest.agents import agent_named
+from cachediag.ingest.detect import CLAUDE_CODE, detect_format
+from cachediag.model import LineIssue, RequestRecord, StreamItem
 
 RECENT_S = 3600.0
 """Sessions written to within this long before the start are read at the start (the
 longest cache TTL: older ones cannot be warm, and are read when they wake up)."""
-SNIFF_BYTES = 1 << 20
-
-ItemKey = tuple[str, ...]
-
-
-def item_key(item: StreamItem) -> ItemKey:
-    """What identifies an item across two reads of the same session."""
-    if isinstance(item, RequestRecord):
-        if item.message_id:
-            return (item.stream, "message", item.message_id)
-        if item.request_id:
-            return (item.stream, "request", item.request_id)
-        return (item.stream, "line", str(item.line))
-    return (item.stream, item.kind.value, repr(item.at))
-
-
-@dataclass(slots=True)
-class Tracked:
-    """A session as the follower knows it."""
-
-    ref: SessionRef
-    files: set[str] = field(default_factory=set)
-    live: LiveSession | None = None
-    known: set[ItemKey] = field(default_factory=set)
-    """Items read so far, reported or not: a session read again reports only the others."""
-    quiet: bool = False
-    streams: set[str] = field(default_factory=lambda: {MAIN_STREAM})
-    shown: bool = False
-    gone: set[str] = field(default_factory=set)
 
 
 class Follower:
@@ -84,7 +67,8 @@ class Follower:
         from_start: bool = False,
         clock: Callable[[], float] = time.time,
         stop: threading.Event | None = None,
-        on_found: Callable[[int], None] | None = None,
+        on_found: Callable[[dict[str, int]], None] | None = None,
+        agents: frozenset[str] | None = None,
     ) -> None:
         self.scopes = scopes
         self.emit = emit
@@ -94,8 +78,12 @@ class Follower:
         self.stop = stop
         """Checked between sessions of a long first read (``--once`` on a large tree)."""
         self.on_found = on_found
-        """Told how many sessions were found, before any is read: a live watch says what
-        it follows at once, where reading a large history first would leave it silent."""
+        """Told how many session files of each agent were found, before any is read: a
+        live watch says what it follows at once, where reading a large history first
+        would leave it silent."""
+        self.agents = agents
+        """Only these agents' files are followed (``--agent``); ``None``: every one."""
+        self.others = AgentFiles(self)
         self.sessions: dict[str, Tracked] = {}
         self.tallies: dict[str, Tally] = {}
         self.issues: list[LineIssue] = []
@@ -122,6 +110,10 @@ class Follower:
         recent = self.clock() - RECENT_S
         warm: set[str] = set()
         for path in sorted(set(found)):
+            if (agent := self._agent_of(path)) != "claude":
+                if agent is not None:
+                    self.others.add(path, agent, at_start=True)
+                continue
             try:
                 st = os.stat(path)
             except OSError:
@@ -132,11 +124,24 @@ class Follower:
             if owner is not None and (self.from_start or st.st_mtime >= recent):
                 warm.add(owner)
         if self.on_found is not None:
-            self.on_found(len(self.sessions))
+            self.on_found(self.found_counts())
         for main in sorted(warm):
-            if self.stop is not None and self.stop.is_set():
+            if self._stopping():
                 return
             self._update(self.sessions[main])
+        self.others.start(recent, self.from_start, self._stopping)
+
+    def _agent_of(self, path: str) -> str | None:
+        """Whose file ``path`` is, by its name; ``None``: an agent not followed."""
+        agent = agent_named(os.path.basename(path)) or "claude"
+        return agent if self.agents is None or agent in self.agents else None
+
+    def found_counts(self) -> dict[str, int]:
+        """Session files found per agent (Claude Code's: sessions; opencode: databases)."""
+        counts = {"claude": len(self.sessions)} if self.sessions else {}
+        for file in self.others.files.values():
+            counts[file.agent] = counts.get(file.agent, 0) + 1
+        return counts
 
     def _attach(self, path: str) -> str | None:
         main = self._owner.get(path)
@@ -162,11 +167,19 @@ class Follower:
             path = os.path.abspath(path)
             if os.path.isdir(path):
                 candidates: Iterable[str] = list(files_below(self.scopes, path))
-            elif any(s.holds(path) for s in self.scopes):
-                candidates = [path]
+            elif any(s.holds(f := watched_file(path) or path) for s in self.scopes):
+                candidates = [f]
             else:
                 candidates = [p for p in self._owner if p.startswith(path + os.sep)]
+                candidates += [p for p in self.others.files if p.startswith(path + os.sep)]
             for candidate in candidates:
+                if (agent := self._agent_of(candidate)) != "claude":
+                    if agent is not None and (
+                        candidate in self.others.files or os.path.isfile(candidate)
+                    ):
+                        self.others.add(candidate, agent, at_start=False)
+                        self.others.changed(candidate)
+                    continue
                 is_new = candidate not in self._owner and candidate not in self._at_start
                 if is_new and not os.path.isfile(candidate):
                     continue  # created and gone before we looked: nothing to follow
@@ -175,11 +188,12 @@ class Follower:
                     continue
                 tracked = self.sessions[main]
                 if is_new and candidate == main and not tracked.shown:
-                    self._name_from_head(tracked)
-                    self._show(tracked, new=True)
+                    self._name_fromhead_lines(tracked)
+                    self.show(tracked, new=True)
                 touched[main] = tracked
         for main in sorted(touched):
             self._update(touched[main])
+        self.others.due()
 
     def _update(self, tracked: Tracked) -> None:
         if tracked.live is None:
@@ -231,7 +245,7 @@ class Follower:
         if not os.path.isfile(path):  # deleted, or something else moved over it (a FIFO)
             if saved is not None and path not in tracked.gone:
                 tracked.gone.add(path)
-                self._report(tracked, FileRemoved(tracked.ref, self.clock(), path))
+                self.report(tracked, FileRemoved(tracked.ref, self.clock(), path))
             return
         if saved is not None:
             if unchanged_since(saved, path):
@@ -252,7 +266,7 @@ class Follower:
 
     def _reset(self, tracked: Tracked, path: str, reason: str) -> None:
         """Read the whole session again; ``known`` keeps what was reported from repeating."""
-        self._report(tracked, FileReset(tracked.ref, self.clock(), path, reason))
+        self.report(tracked, FileReset(tracked.ref, self.clock(), path, reason))
         tracked.gone.clear()
         self._logs.discard(path)
         self._ignored.discard(path)
@@ -265,11 +279,11 @@ class Follower:
                 except OSError:
                     continue
 
-    def _name_from_head(self, tracked: Tracked) -> None:
+    def _name_fromhead_lines(self, tracked: Tracked) -> None:
         """A new session is announced before its lines are read: its project is named,
         as everywhere else, by the path its first lines give as their ``cwd``."""
-        for raw in _head(tracked.ref.transcript) or []:
-            cwd = _cwd_of(raw)
+        for raw in head_lines(tracked.ref.transcript) or []:
+            cwd = cwd_of(raw)
             if cwd is not None:
                 tracked.ref = replace(tracked.ref, project=project_name(cwd, tracked.ref.project))
                 return
@@ -280,7 +294,7 @@ class Follower:
             return True
         if path in self._ignored:
             return False
-        complete = _head(path)
+        complete = head_lines(path)
         if complete is None:
             return False
         if not any(raw.strip() for raw in complete):
@@ -306,7 +320,7 @@ class Follower:
         named = project_name(live.log.cwd, tracked.ref.project)
         if named != tracked.ref.project:  # the transcript names its path: events say it
             tracked.ref = replace(tracked.ref, project=named)
-            tally = self.tallies.get(tracked.ref.transcript)
+            tally = self.tallies.get(tracked.ref.key)
             if tally is not None:  # and so does its summary
                 tally.session = tracked.ref
         key = item_key(item)
@@ -318,60 +332,40 @@ class Follower:
             return
         stream = live.log.streams[item.stream]
         if new_stream:
-            self._report(
+            self.report(
                 tracked, StreamSeen(tracked.ref, item.at, stream.id, stream.kind, stream.source)
             )
         if entry is None:
             assert not isinstance(item, RequestRecord)
-            self._report(tracked, RebuildSeen(tracked.ref, item))
+            self.report(tracked, RebuildSeen(tracked.ref, item))
             return
         seen = RequestSeen(tracked.ref, stream.kind, entry, entry_cost(entry, self.price_of))
-        self._report(tracked, seen)
-        self._tally(tracked).add(seen)
+        self.report(tracked, seen)
+        self.tally(tracked).add(seen)
 
-    def _tally(self, tracked: Tracked) -> Tally:
-        main = tracked.ref.transcript
-        found = self.tallies.get(main)
+    def tally(self, tracked: Tracked) -> Tally:
+        key = tracked.ref.key
+        found = self.tallies.get(key)
         if found is None:
-            found = self.tallies[main] = Tally(tracked.ref)
+            found = self.tallies[key] = Tally(tracked.ref)
         return found
 
-    def _show(self, tracked: Tracked, *, new: bool) -> None:
+    def show(self, tracked: Tracked, *, new: bool) -> None:
         tracked.shown = True
-        self._tally(tracked)
+        self.tally(tracked)
         self.emit(SessionSeen(tracked.ref, self.clock(), new))
 
-    def _report(self, tracked: Tracked, event: WatchEvent) -> None:
+    def report(self, tracked: Tracked, event: WatchEvent) -> None:
         if not tracked.shown:
-            self._show(tracked, new=False)
+            self.show(tracked, new=False)
         if isinstance(event, RebuildSeen):
-            self._tally(tracked).compactions += 1
+            self.tally(tracked).compactions += 1
         self.emit(event)
+
+    def all_issues(self) -> list[LineIssue]:
+        """Lines skipped in transcripts, then in other agents' files (as last read)."""
+        return [*self.issues, *self.others.all_issues()]
 
     def summaries(self) -> list[Tally]:
         """One tally per session that showed activity, in the order they did."""
         return list(self.tallies.values())
-
-
-def _head(path: str) -> list[bytes] | None:
-    """The first complete lines of ``path`` (as many as format detection looks at, within
-    ``SNIFF_BYTES``), or ``None`` when it cannot be read."""
-    try:
-        with open_regular(path) as fp:
-            head = fp.read(SNIFF_BYTES)
-    except OSError:
-        return None
-    lines = head.splitlines(keepends=True)
-    return [raw for raw in lines if raw.endswith(b"\n")][:SNIFF_LINES]
-
-
-def _cwd_of(raw: bytes) -> str | None:
-    """The line's ``cwd`` when it is a JSON object naming one (as the reader takes it)."""
-    import orjson
-
-    try:
-        obj = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
-    cwd = obj.get("cwd") if isinstance(obj, dict) else None
-    return cwd if isinstance(cwd, str) and cwd else None

@@ -56,7 +56,7 @@ class WindowFilter:
     def keep(self, event: WatchEvent) -> bool:
         if self.window.open:
             return True
-        key = event.session.transcript
+        key = event.session.key
         if isinstance(event, SessionSeen):
             if key not in self._shown:
                 self._headers[key] = event
@@ -73,7 +73,7 @@ class WindowFilter:
         return True
 
     def headers_for(self, event: WatchEvent) -> list[WatchEvent]:
-        key = event.session.transcript
+        key = event.session.key
         self._shown.add(key)
         header = self._headers.pop(key, None)
         return [] if header is None else [header]

@@ -21,6 +21,7 @@ from types import FrameType
 from typing import Any, Protocol
 
 from cachediag.follow.follower import Follower
+from cachediag.follow.layout import watched_file
 
 STOP_CHECK_S = 0.25
 """How often an idle loop looks at the stop event: the only wake-ups without a change,
@@ -114,8 +115,10 @@ def run(
                 for folder in sorted(back):
                     tell(f"{folder} is back; following it again")
                 changed = {*changed, *back}
-            if changed:
+            if changed or follower.others.waiting:
+                # Another agent's file changed too soon after its last read: read now.
                 follower.changed(changed)
+        follower.others.flush()  # what changed last is in the summary
     finally:
         source.close()
 
@@ -182,9 +185,11 @@ class WatchdogSource:
             def on_any_event(self, event: FileSystemEvent) -> None:
                 raw = [event.src_path, getattr(event, "dest_path", "")]
                 paths = [p if isinstance(p, str) else os.fsdecode(p) for p in raw if p]
-                # Transcripts, and folders (a new one may hold transcripts already);
-                # Claude Code writes other files there too (tool results, todos).
-                wanted = [p for p in paths if event.is_directory or p.endswith(".jsonl")]
+                # Transcripts and other agents' session files (a database's journal
+                # stands for the database), and folders (a new one may hold some
+                # already); agents write other files there too (tool results, todos).
+                files = [watched_file(p) for p in paths] if not event.is_directory else paths
+                wanted = [p for p in files if p is not None]
                 if wanted:
                     note(*wanted)
 

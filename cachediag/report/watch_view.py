@@ -95,6 +95,8 @@ def _hint(seen: RequestSeen) -> str:
     d = seen.entry.diagnosis
     if seen.entry.outcome is not Outcome.MISS or d is None or not d.causes:
         return ""
+    if seen.session.agent is not None:
+        return ""  # the advice names Claude Code's settings; the cause says the rest
     from cachediag.analysis.advice import AdviceContext, advice_for
     from cachediag.analysis.advice_context import read_client_version
     from cachediag.report.advice_view import advice_hint
@@ -153,6 +155,7 @@ def event_line(event: WatchEvent, zone: tzinfo = UTC, width: int | None = None) 
     if isinstance(event, SessionSeen):
         state = "new session" if event.new else "session"
         parts = [f"── {state} {ref.session_id}"] + ([sanitize(ref.project)] if ref.project else [])
+        parts += [ref.agent] if ref.agent is not None else []
         return Text(_fit("", parts, width), style="bold cyan")
     if isinstance(event, StreamSeen):
         head = _prefix(event.at, ref.session_id, event.stream, zone, width)
@@ -206,15 +209,30 @@ def print_summary(console: Console, tallies: list[Tally]) -> None:
         console.print(summary_line(t, console.width), soft_wrap=True)
 
 
-def start_line(roots: list[str], sessions: int) -> str:
-    """What a live watch says on stderr before it reads: a silent terminal looks hung."""
+def start_line(roots: list[str], found: dict[str, int]) -> str:
+    """What a live watch says on stderr before it reads (a silent terminal looks hung):
+    the session files of each agent followed (opencode's: its databases), and where."""
     where = ", ".join(roots[:3])
     more = f" and {len(roots) - 3} more" if len(roots) > 3 else ""
-    plural = "s" if sessions != 1 else ""
+    files = {agent: n for agent, n in found.items() if agent != "opencode"}
+    total = sum(files.values())
+    if len(files) == 1:
+        ((agent, n),) = files.items()
+        parts = [f"{n} {agent} session{_s(n)}"]
+    elif files:
+        parts = [f"{total} sessions ({', '.join(f'{a} {n}' for a, n in files.items())})"]
+    else:
+        parts = [] if "opencode" in found else ["0 sessions"]
+    if "opencode" in found:
+        parts.append(f"{found['opencode']} opencode database{_s(found['opencode'])}")
     return (
-        f"cachediag: watching {sessions} session{plural} under {where}{more} "
+        f"cachediag: watching {' and '.join(parts)} under {where}{more} "
         "for new requests; Ctrl-C stops with a summary"
     )
+
+
+def _s(n: int) -> str:
+    return "" if n == 1 else "s"
 
 
 class PeopleOutput:
