@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT
 
 FIXTURES = ROOT / "fixtures" / "real" / "spotter"
@@ -203,3 +205,29 @@ def test_every_kept_report_answers_as_a_full_read_does(tmp_path: Path) -> None:
         args = [report, "--json", str(tree.parent)]
         now, read = _probe(args, cache)
         assert read and now == _full_read(args, tmp_path), report
+
+
+def test_the_default_history_answer_notices_another_agents_sessions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cachediag.history.answers import RACY_S
+
+    home = tmp_path / "home"
+    tree = home / ".claude" / "projects" / "-home-marco-projects-spotter"
+    shutil.copytree(FIXTURES, tree)
+    (home / ".codex").mkdir()
+    time.sleep(RACY_S + 0.2)
+    monkeypatch.setenv("HOME", str(home))  # the children's environment (``_probe``)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / ".claude"))
+    for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "CODEX_HOME", "GEMINI_CLI_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    cache = tmp_path / "cache"
+    args = ["daily", "--json"]
+    first, read = _probe(args, cache)
+    assert read and first == _full_read(args, tmp_path)
+    _answered(args, cache, first)
+    rollouts = ROOT / "tests" / "data" / "codex_home_pause" / "sessions"
+    shutil.copytree(rollouts, home / ".codex" / "sessions")  # a place that was not there
+    now, read = _probe(args, cache)
+    assert read and now == _full_read(args, tmp_path)
+    assert now != first

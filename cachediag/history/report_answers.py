@@ -109,14 +109,15 @@ def keeping(
 def inputs_of(options: UsageOptions) -> list[str]:
     """Every path whose change may change the report: the inputs and, with none given,
     every place a history may appear; the zone's files."""
+    from cachediag.commands.agents import agents_for
     from cachediag.ingest.agents import AGENTS
     from cachediag.ingest.discover import claude_projects_dirs
     from cachediag.pipeline import default_paths
 
     if options.paths:
         places = [str(p) for p in options.paths]
-    else:
-        places = [str(p) for p in default_paths()]
+    else:  # what rows_for reads, and every place another file may turn up
+        places = [str(p) for p in default_paths(agents_for(options.agent))]
         places += [str(p) for p in claude_projects_dirs()]
         for agent in AGENTS.values():
             parts = agent.pattern.split("/")
