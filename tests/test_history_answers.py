@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import cachediag
 from cachediag.history import answers
 
 LATER = time.time_ns() + 3600 * 10**9
@@ -124,3 +125,22 @@ def test_the_key_moves_with_arguments_folder_and_variables(
         assert answers.answer_key(["daily", "--json"], "1") == base
     monkeypatch.chdir(tmp_path)
     assert answers.answer_key(["daily", "--json"], "1") != base
+
+
+def test_a_database_named_is_kept_with_the_files_sqlite_keeps_beside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cachediag.commands.usage import UsageOptions
+    from cachediag.history.report_answers import keeping
+
+    monkeypatch.setattr(answers, "RACY_S", -3600.0)  # written just now, kept all the same
+    db = tmp_path / "opencode.db"
+    db.write_bytes(b"SQLite format 3\0")
+    args = ["daily", "--json", str(db)]
+    options = UsageOptions(report="daily", paths=(db,), json=True)
+    root = str(tmp_path / "cache")
+    assert keeping(args, options, lambda: "{}", root) == "{}"
+    key = answers.answer_key(args, cachediag.__version__)
+    assert answers.stored_answer(key, root) == ("{}\n", "")
+    (tmp_path / "opencode.db-wal").write_bytes(b"a page")
+    assert answers.stored_answer(key, root) is None

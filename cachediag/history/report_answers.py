@@ -82,7 +82,9 @@ def keeping(
     except OSError:
         return run()
     taken = time.time_ns()
-    snap = answers.snapshot(inputs_of(options))
+    places = inputs_of(options)
+    snap = answers.snapshot(places)
+    snap.update((p, answers.signature(p)) for p in _sidecars(places))
     fresh = answers.racy(snap, taken)
     # The code is checked for changes but not for racy times: an install or an edit does
     # not write a file twice in one clock tick, and a checkout being worked on would
@@ -124,6 +126,15 @@ def inputs_of(options: UsageOptions) -> list[str]:
             places.append(os.path.join(agent.home(), *parts[: _first_glob(parts)]))
     places += _zone_files()
     return list(dict.fromkeys(places))
+
+
+def _sidecars(places: list[str]) -> list[str]:
+    """The files SQLite keeps beside a database named as an input (opencode's): what a
+    reader sees of it may be in them. A folder's are signed with the rest of it."""
+    return [f"{p}{end}" for p in places if os.path.isfile(p) for end in _SQLITE_ENDS]
+
+
+_SQLITE_ENDS = ("-wal", "-shm", "-journal")
 
 
 def _first_glob(parts: list[str]) -> int:
