@@ -230,3 +230,25 @@ def test_people_lines_name_the_agent_and_causes(tmp_path: Path, home: str) -> No
     assert "MISS" in result.stdout and "model_changed" in result.stdout
     # Claude Code's advice (a line of its own: "-> ...") is not given for other agents.
     assert "\n         -> " not in result.stdout
+
+
+def test_written_between_finding_and_the_first_read_is_new(tmp_path: Path) -> None:
+    """A transcript is read up to the size it had when found; a whole rollout cannot be:
+    written to meanwhile, what is older than the moment it was found stays quiet."""
+    path, lines = rollout_copy(tmp_path)
+    path.write_bytes(b"".join(lines[:26]))
+    recorder = Recorder(tmp_path, price_of=PRICES)
+    found_at = datetime.fromisoformat(json.loads(lines[25])["timestamp"]).timestamp()
+    recorder.follower.clock = lambda: found_at  # the watch started then
+
+    def agent_writes(counts: dict[str, int]) -> None:
+        assert counts == {"codex": 1}
+        with path.open("ab") as fp:
+            fp.write(b"".join(lines[26:]))
+
+    recorder.follower.on_found = agent_writes  # between finding and reading
+    recorder.follower.start()
+    finished = analyze_requests(path)
+    assert [d["message_id"] for d in recorder.dicts("request") if d["stream"] == "main"] == [
+        r["message_id"] for r in finished["main"][2:]
+    ]

@@ -96,6 +96,8 @@ class AgentFile:
     seen: Signature | None = None
     sessions: set[str] = field(default_factory=set)
     """The keys of its sessions (``SessionRef.key``)."""
+    found: tuple[float, Signature | None] | None = None
+    """When the watch found it at the start, and what it was then."""
     reads: int = 0
     """Reads so far: a session first seen after the first is new in this watch."""
     next_read: float = 0.0
@@ -118,22 +120,29 @@ class AgentFiles:
         found = self.files.get(path)
         if found is None:
             found = self.files[path] = AgentFile(path, agent, at_start)
+            if at_start:
+                found.found = (self.follower.clock(), signature(path))
         return found
 
     def start(self, recent: float, from_start: bool, stopping: Callable[[], bool]) -> None:
         """What the files held at the start: reported (``from_start``), read quietly
         (written to since ``recent``), or left for their first change."""
-        started = self.follower.clock()
         for path in sorted(self.files):
             if stopping():
                 return
             file = self.files[path]
+            found_at, found_as = file.found or (self.follower.clock(), None)
             if from_start:
                 self.read(file)
-            elif last_written(path) >= recent:
+            elif last_written(path) >= recent and signature(path) == found_as:
                 self.read(file, quiet=True)
             else:
-                file.since = started
+                # Not read at the start, or written to since it was found (Claude Code's
+                # transcripts are read up to the size they had then; a whole file cannot
+                # be): what is older than that moment is not new.
+                file.since = found_at
+                if last_written(path) >= recent:
+                    self.read(file)
 
     def changed(self, path: str) -> None:
         file = self.files[path]
