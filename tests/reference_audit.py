@@ -41,6 +41,7 @@ from cachediag.analysis.rollup import (
 from cachediag.analysis.session_analysis import SessionAnalysis
 from cachediag.analysis.totals import Totals
 from cachediag.analysis.whatif import Policy, PolicyResult, PriceFn, WhatIf
+from cachediag.ingest.agents import agent_of
 from cachediag.model import RebuildAnnounced, RequestRecord, StreamLog
 
 TTL_S = {"5m": 300.0, "1h": 3600.0}
@@ -332,10 +333,12 @@ def reference_audit_session(
     when the request before it falls outside the range.
     """
     log = analysis.log
+    agent = agent_of(log.format)
     out = SessionAudit(
         log.session_id,
         analysis.project,
         log.source,
+        agent,
         skipped_lines=len(log.issues),
     )
     out.groups = {g: {} for g in GroupBy if g is not GroupBy.SESSION}
@@ -382,6 +385,7 @@ def reference_audit_session(
                         e.gap_s,
                         e.reprocessed_tokens,
                         miss_usd,
+                        agent,
                     )
                 )
             elif e.outcome is Outcome.EXPECTED:
@@ -398,6 +402,7 @@ def reference_audit_session(
                 GroupBy.MODEL: r.model or "(no model)",
                 GroupBy.CAUSE: cause_key(e),
                 GroupBy.STREAM_KIND: kind,
+                GroupBy.AGENT: agent,
             }
             for group, key in keys.items():
                 out.groups[group].setdefault(key, Totals()).add(t)

@@ -1,8 +1,12 @@
-"""audit --by gap / --tokens / --jq on hand-made sessions."""
+"""audit --by gap / --tokens / --jq on hand-made sessions; --by agent and the session
+rows of several agents on the recorded homes of every agent."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import shutil
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -89,3 +93,87 @@ def test_tokens_columns_and_jq(tmp_path: Path) -> None:
     assert result.stdout == "2\n"
     both = CliRunner().invoke(main, ["audit", "--jq", ".by", "--csv", str(path)])
     assert both.exit_code == 2
+
+
+DATA = Path(__file__).parent / "data"
+AGENT_HOMES = (DATA / "codex_home_changes", DATA / "gemini_home", DATA / "opencode_home_changes")
+TRANSCRIPT = Path(__file__).parent.parent / "fixtures/real/spotter/tool_heavy.jsonl"
+
+
+def _audit(*args: str, width: int = 100) -> str:
+    result = CliRunner().invoke(
+        main,
+        ["audit", "--no-progress", *args],
+        env={"COLUMNS": str(width), "TZ": "UTC"},
+        terminal_width=width,
+    )
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def _every_agent(tmp_path: Path) -> list[str]:
+    """A Claude Code project folder and the recorded homes of the three other agents."""
+    claude = tmp_path / "-p"
+    claude.mkdir()
+    shutil.copy(TRANSCRIPT, claude / TRANSCRIPT.name)
+    return [str(claude), *map(str, AGENT_HOMES)]
+
+
+def _analyze_by_agent(paths: list[str]) -> dict[str, dict[str, float]]:
+    """Each agent's sums as ``analyze --json`` gives them, session by session."""
+    result = CliRunner().invoke(main, ["analyze", "--json", *paths], env={"TZ": "UTC"})
+    assert result.exit_code == 0, result.output
+    sums: dict[str, dict[str, float]] = {}
+    for line in result.stdout.splitlines():
+        session = json.loads(line)
+        mine = sums.setdefault(session["agent"], {"requests": 0, "misses": 0, "cost_usd": 0.0})
+        mine["requests"] += session["totals"]["requests"]
+        mine["misses"] += session["prompt_cache"]["misses"]
+        mine["cost_usd"] += session["cost"]["cost_usd"]
+        for stream in session["streams"]:
+            mine["misses"] += stream["prompt_cache"]["misses"]
+    return sums
+
+
+def test_by_agent_sums_each_agents_sessions(tmp_path: Path) -> None:
+    paths = _every_agent(tmp_path)
+    report = json.loads(_audit("--json", "--by", "agent", *paths))
+    assert report["agents"] == ["claude", "codex", "gemini", "opencode"]
+    want = _analyze_by_agent(paths)
+    got = {g["key"]: g for g in report["groups"]}
+    assert got.keys() == want.keys()
+    for agent, sums in want.items():
+        assert got[agent]["requests"] == sums["requests"], agent
+        assert got[agent]["misses"] == sums["misses"], agent
+        assert abs(got[agent]["cost_usd"] - sums["cost_usd"]) < 1e-5, agent
+    assert sum(g["requests"] for g in report["groups"]) == report["totals"]["requests"]
+    # Each session and each costly miss says whose it is.
+    sessions = {s["session_id"]: s["agent"] for s in report["whatif_by_session"]}
+    assert sorted(sessions.values()) == ["claude", "codex", "gemini", "opencode"]
+    assert sessions["tool_heavy"] == "claude"
+    assert {m["agent"] for m in report["top_misses"]} <= set(sessions.values())
+    for m in report["top_misses"]:
+        assert m["agent"] == sessions[m["session_id"]]
+
+
+def test_session_rows_name_the_agent_when_several(tmp_path: Path) -> None:
+    paths = _every_agent(tmp_path)
+    report = json.loads(_audit("--json", "--by", "session", *paths))
+    agent_of = {s["session_id"]: s["agent"] for s in report["whatif_by_session"]}
+    rows = list(csv.DictReader(io.StringIO(_audit("--csv", "--by", "session", *paths))))
+    assert [r["session"] for r in rows] == [g["key"] for g in report["groups"]]
+    assert [r["agent"] for r in rows] == [agent_of[r["session"]] for r in rows]
+    for width in (80, 120):
+        table = _audit("--by", "session", *paths, width=width)
+        header = next(line for line in table.splitlines() if line.startswith("session"))
+        assert "agent" in header.split("┃")[1], (width, table)
+        for session, agent in agent_of.items():
+            row = next(line for line in table.splitlines() if line.startswith(session[:8]))
+            assert row.split("│")[1].strip() == agent, (width, row)
+    # One agent: the rows as they were, no agent column.
+    one = _audit("--csv", "--by", "session", paths[0])
+    assert one.splitlines()[0].split(",")[:2] == ["session", "requests"]
+    table = _audit("--by", "session", paths[0])
+    header = next(line for line in table.splitlines() if line.startswith("session"))
+    assert "agent" not in header
+    assert json.loads(_audit("--json", paths[0]))["agents"] == ["claude"]

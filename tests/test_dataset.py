@@ -258,7 +258,7 @@ def test_unpriced_models_and_the_price_source(duckdb: Any, tmp_path: Path) -> No
 
 def _full_pass_misses(
     duckdb: Any, roots: list[Path], top: int, window: Any
-) -> list[tuple[Any, ...]]:
+) -> list[dict[str, Any]]:
     """The top misses as one pass over every file would find them (what ``audit --sql``
     prints): the answer the narrowed read must give."""
     from cachediag.dataset.dialect import Dialect
@@ -271,8 +271,9 @@ def _full_pass_misses(
             + ", ".join(f"'{root}/**/*.parquet'" for root in roots)
             + "], hive_partitioning = true)"
         )
-        sql = top_misses_sql(top, window, Dialect.DUCKDB)
-        return [tuple(r) for r in con.execute(sql).fetchall()]
+        cur = con.execute(top_misses_sql(top, window, Dialect.DUCKDB))
+        names = [c[0] for c in cur.description]
+        return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
     finally:
         con.close()
 
@@ -307,7 +308,10 @@ def test_top_misses_read_from_the_files_that_hold_them(
                 for m in audit.top_misses
             ]
             full = _full_pass_misses(duckdb, folders, top, window)
-            want = [(w[10], w[9], w[5], w[0], w[4]) for w in full]
+            want = [
+                (w["cost_usd"], w["reprocessed_tokens"], w["at"], w["session_id"], w["index"])
+                for w in full
+            ]
             # The same ranks in the same order; the same misses above the last rank
             # (misses that tie with the last one may be either).
             assert [g[:3] for g in got] == [w[:3] for w in want]

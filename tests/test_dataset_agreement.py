@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -65,3 +67,89 @@ def test_the_same_folder_named_twice_counts_once(duckdb: Any, tmp_path: Path) ->
     once = audit_json(str(logs))["totals"]
     twice = audit_json(str(logs), str(logs.resolve()))["totals"]
     assert_same(twice, once)
+
+
+DATA = Path(__file__).parent / "data"
+AGENT_HOMES = (DATA / "codex_home_changes", DATA / "gemini_home", DATA / "opencode_home_changes")
+TRANSCRIPT = FIXTURES / "real" / "spotter" / "tool_heavy.jsonl"
+AGENTS = {"claude", "codex", "gemini", "opencode"}
+
+
+def every_agent(tmp_path: Path) -> list[Path]:
+    """A Claude Code project folder and the recorded homes of the three other agents
+    (tests/test_agent_surfaces.py combines them so too)."""
+    claude = tmp_path / "-p"
+    claude.mkdir()
+    shutil.copy(TRANSCRIPT, claude / TRANSCRIPT.name)
+    return [claude, *AGENT_HOMES]
+
+
+def without_agent(root: Path) -> None:
+    """``root`` as a cachediag before the ``agent`` column wrote it: its files and its
+    ``_schema.json`` without the column."""
+    pq = require_module("pyarrow.parquet")
+    for path in root.rglob("*.parquet"):
+        pq.write_table(pq.read_table(path).drop_columns(["agent"]), path)
+    schema = root / "_schema.json"
+    document = json.loads(schema.read_text())
+    document["columns"] = [c for c in document["columns"] if c["name"] != "agent"]
+    schema.write_text(json.dumps(document))
+
+
+def _agents_column(duckdb: Any, root: Path) -> dict[tuple[str, str], int]:
+    con = duckdb.connect()
+    try:
+        rows = con.execute(
+            "SELECT agent, source_format, count(*) FROM read_parquet(?, hive_partitioning = "
+            "false) GROUP BY ALL",
+            [[str(p) for p in sorted(root.rglob("*.parquet"))]],
+        ).fetchall()
+        return {(a, f): int(n) for a, f, n in rows}
+    finally:
+        con.close()
+
+
+def test_every_agents_export_audits_as_its_logs(duckdb: Any, tmp_path: Path) -> None:
+    paths = [str(p) for p in every_agent(tmp_path)]
+    out = tmp_path / "ds"
+    export([Path(p) for p in paths], out, "host=h")
+    # Every row names its agent, the one its format belongs to.
+    column = _agents_column(duckdb, out)
+    assert {a for a, _ in column} == AGENTS
+    assert all(a is not None for a, _ in column)
+    for by in ("agent", "session", "cause", "model"):
+        logs = audit_json("--by", by, *paths)
+        logs["empty_sessions"] = 0
+        assert_same(audit_json("--by", by, str(out)), logs, by)
+    by_agent = audit_json("--by", "agent", str(out))
+    assert by_agent["agents"] == sorted(AGENTS)
+    assert {g["key"] for g in by_agent["groups"]} == AGENTS
+    requests = {g["key"]: g["requests"] for g in by_agent["groups"]}
+    for (agent, _format), n in column.items():
+        requests[agent] -= n
+    assert set(requests.values()) == {0}
+
+
+def test_a_dataset_written_before_the_agent_column_is_claude_codes(
+    duckdb: Any, tmp_path: Path
+) -> None:
+    # Not the transcript every_agent copies: two hosts' copies of one response are two.
+    spotter = FIXTURES / "real" / "claude-code-viewer"
+    out = tmp_path / "ds"
+    export([spotter], out, "host=old")
+    without_agent(out)
+    old = audit_json("--by", "agent", str(out))
+    assert [(g["key"], g["requests"]) for g in old["groups"]] == [
+        ("claude", old["totals"]["requests"])
+    ]
+    assert {s["agent"] for s in old["whatif_by_session"]} == {"claude"}
+    # Another laptop exports every agent into it: old files and new are read as one.
+    paths = every_agent(tmp_path)
+    export(paths, out, "host=new")
+    assert "agent" in (out / "_schema.json").read_text()
+    mixed = audit_json("--by", "agent", str(out))
+    assert {g["key"] for g in mixed["groups"]} == AGENTS
+    for by in ("agent", "session"):
+        logs = audit_json("--by", by, str(spotter), *map(str, paths))
+        logs["empty_sessions"] = 0
+        assert_same(audit_json("--by", by, str(out)), logs, by)

@@ -93,3 +93,25 @@ def test_audit_of_a_dataset_with_nothing_in_the_window_says_so(duckdb: Any, tmp_
     result = run("audit", "--since", "2027-01-01", str(out))
     assert result.exit_code == 0 and result.stdout == ""
     assert result.stderr == "No sessions in that window.\n"
+
+
+def test_a_grown_response_in_a_file_from_before_the_agent_column(
+    duckdb: Any, tmp_path: Path
+) -> None:
+    from tests.test_dataset_agreement import without_agent
+
+    partial, whole = _streamed(SESSION.read_text().splitlines())
+    log = tmp_path / "logs" / "s.jsonl"
+    log.parent.mkdir()
+    log.write_text("\n".join(partial) + "\n")
+    out = tmp_path / "ds"
+    export([log], out, "host=h")
+    without_agent(out)
+    log.write_text("\n".join(whole) + "\n")
+    again = export([log], out, "host=h")
+    assert "1 grown since the last export updated" in again.stderr
+    # The file is written again whole, each of its rows with its agent.
+    [part] = out.rglob("*.parquet")
+    pq = require_module("pyarrow.parquet")
+    assert pq.read_table(part).column("agent").to_pylist() == ["claude"] * 5
+    assert_same(audit_json("--by", "agent", str(out)), audit_json("--by", "agent", str(log)))

@@ -1,5 +1,6 @@
 """The keys an audit groups requests by (``--by``), pure: calendar days, weeks and
-months in a zone, idle-gap buckets, cause keys, and model names made writable.
+months in a zone, idle-gap buckets, cause keys, a session's agent, and model names made
+writable.
 
 ``rollup`` sums requests under these keys; the dataset's rows store the same keys at
 export (``dataset.rows``), so an audit of the logs and one of a dataset group alike.
@@ -11,6 +12,8 @@ from datetime import UTC, datetime, tzinfo
 from enum import StrEnum
 
 from cachediag.analysis.ledger import LedgerEntry, Outcome
+from cachediag.ingest.agents import agent_of
+from cachediag.model import SessionLog
 
 
 def valid_text(text: str) -> str:
@@ -51,6 +54,8 @@ class GroupBy(StrEnum):
     MODEL = "model"
     CAUSE = "cause"
     STREAM_KIND = "stream-kind"
+    AGENT = "agent"
+    """The coding agent whose log a session is (``ingest.agents.agent_of``)."""
     # Labels given at export (cachediag export --label): datasets only.
     HOST = "host"
     USER = "user"
@@ -155,3 +160,9 @@ def cause_key(entry: LedgerEntry) -> str:
         return NO_MISS
     d = entry.diagnosis
     return "+".join(c.value for c in d.causes) if d is not None and d.causes else "unknown"
+
+
+def agent_key(log: SessionLog) -> str:
+    """The ``--by agent`` key of a session: the agent its format belongs to (``claude``,
+    ``codex``, ``gemini``, ``opencode``); a dataset's rows store it at export."""
+    return agent_of(log.format)

@@ -18,7 +18,7 @@ from cachediag.analysis.costs import (
     miss_cost_usd,
     request_cost_usd,
 )
-from cachediag.analysis.group_keys import CALENDAR, NO_MISS, Calendar, gap_order
+from cachediag.analysis.group_keys import CALENDAR, NO_MISS, Calendar, agent_key, gap_order
 
 # Re-exported where callers have always found them; group_keys is their home.
 from cachediag.analysis.group_keys import GroupBy as GroupBy
@@ -52,6 +52,8 @@ class MissRow:
     reprocessed_tokens: int
     cost_usd: float | None
     """What the miss paid beyond a hit; ``None`` when its model is unpriced."""
+    agent: str = "claude"
+    """The agent of its session (``group_keys.agent_key``)."""
 
 
 @dataclass(slots=True)
@@ -59,6 +61,7 @@ class SessionAudit:
     session_id: str
     project: str | None
     source: str
+    agent: str = "claude"
     totals: Totals = field(default_factory=Totals)
     groups: dict[GroupBy, dict[str, Totals]] = field(default_factory=dict)
     top_misses: list[MissRow] = field(default_factory=list)
@@ -93,7 +96,8 @@ def audit_session(
     log = analysis.log
     project = analysis.project
     session_id = log.session_id
-    out = SessionAudit(session_id, project, log.source, skipped_lines=len(log.issues))
+    agent = agent_key(log)
+    out = SessionAudit(session_id, project, log.source, agent, skipped_lines=len(log.issues))
     keys_of = Calendar(zone).keys
     windowed = since is not None or until is not None
     rows: list[tuple[Any, ...]] = []
@@ -143,6 +147,7 @@ def audit_session(
                             e.gap_s,
                             reprocessed,
                             miss_cost,
+                            agent,
                         )
                     )
             else:
@@ -181,6 +186,7 @@ def audit_session(
     out.groups = {g: {} for g in GroupBy if g is not GroupBy.SESSION}
     if rows:
         out.groups[GroupBy.PROJECT] = {project or "(none)": out.totals.copy()}
+        out.groups[GroupBy.AGENT] = {agent: out.totals.copy()}
         for column, group in enumerate(_KEYED, start=Rows.FIELDS):
             out.groups[group] = table.grouped(column, out.totals)
         # Models come from the log: a few keys, made writable once here, not per request.
@@ -219,6 +225,7 @@ class SessionLine:
     last_at: float | None
     totals: Totals
     whatif: WhatIf
+    agent: str = "claude"
 
 
 @dataclass(slots=True)  # not frozen: cachediag.analysis says why
@@ -249,6 +256,9 @@ class Audit:
     top_misses: list[MissRow] = field(default_factory=list)
     whatif: WhatIf = field(default_factory=WhatIf)
     unpriced_models: set[str] = field(default_factory=set)
+    agents: set[str] = field(default_factory=set)
+    """The agents whose sessions have requests here: a session list names each
+    session's agent when there are several."""
     skipped_lines: int = 0
     empty_sessions: int = 0
     """Sessions read with no request in the audited range (not in ``sessions``)."""
@@ -267,9 +277,17 @@ class Audit:
             return
         self.sessions.append(
             SessionLine(
-                s.session_id, s.project, s.source, s.first_at, s.last_at, s.totals, s.whatif
+                s.session_id,
+                s.project,
+                s.source,
+                s.first_at,
+                s.last_at,
+                s.totals,
+                s.whatif,
+                s.agent,
             )
         )
+        self.agents.add(s.agent)
         self.totals.add(s.totals)
         for group, rows in s.groups.items():
             mine = self.groups.setdefault(group, {})

@@ -103,12 +103,14 @@ def one_by(given: tuple[str, ...]) -> str:
     "--by",
     "by",
     type=click.Choice(list(BY_CHOICES)),
+    # The choices in the help text: as the metavar they pass 80 columns.
+    metavar="KEY",
     # Taken as many times as given, so that a second --by is refused rather than
     # silently replacing the first (click keeps the last of a repeated option).
     multiple=True,
     show_default=BY_DEFAULT,
-    help="Break totals down by this (day, week and month in --timezone; gap: the idle "
-    "time before each request). One --by per audit.",
+    help=f"Break totals down by KEY: {', '.join(BY_CHOICES)} (day, week and month in "
+    "--timezone; gap: the idle time before each request). One --by per audit.",
 )
 @click.option("--tokens", is_flag=True, help="Token columns (input, output, cache write/read).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (see --schema).")

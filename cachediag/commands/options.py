@@ -69,6 +69,7 @@ BY_CHOICES = (
     "model",
     "cause",
     "stream-kind",
+    "agent",
     "host",
     "user",
 )

@@ -16,6 +16,7 @@ from enum import StrEnum
 
 from cachediag.analysis.group_keys import GroupBy
 from cachediag.errors import CachediagError
+from cachediag.ingest.agents import _FORMAT_AGENT
 
 
 class Dialect(StrEnum):
@@ -104,6 +105,17 @@ def zone_name(zone: tzinfo) -> str:
     return name
 
 
+def agent_sql(d: Dialect) -> str:
+    """The SQL of a row's agent, from its ``source_format`` by the table ``agent_of``
+    reads: every row of every dataset holds its format, where the ``agent`` column is
+    only in files written since it was added. Reading that column would need every
+    file's footer read first to tell old files from new (``union_by_name``: 15 s over
+    3,000 files), and Spark without ``mergeSchema`` would not see it at all."""
+    q = quoter(d)
+    cases = " ".join(f"WHEN '{fmt}' THEN '{agent}'" for fmt, agent in sorted(_FORMAT_AGENT.items()))
+    return f"CASE {q('source_format')} {cases} ELSE 'claude' END"
+
+
 _PATTERN = {GroupBy.DAY: "%Y-%m-%d", GroupBy.WEEK: "%G-W%V", GroupBy.MONTH: "%Y-%m"}
 
 
@@ -142,6 +154,7 @@ def group_key(
         GroupBy.CAUSE: q("cause_key"),
         GroupBy.GAP: q("gap_key"),
         GroupBy.STREAM_KIND: q("stream_kind"),
+        GroupBy.AGENT: agent_sql(d),
         GroupBy.HOST: f"CAST({q('host')} AS {s})",
         GroupBy.USER: f"COALESCE({q('user')}, '(none)')",
     }

@@ -33,6 +33,7 @@ from cachediag.dataset.dialect import Dialect, Window, zone_offsets
 from cachediag.dataset.schema import PARTITIONS, POLICIES
 from cachediag.dataset.sql import (
     FILE,
+    SESSION_KEYS,
     TABLE,
     TOTALS,
     AuditQueries,
@@ -42,6 +43,7 @@ from cachediag.dataset.sql import (
     top_misses_sql,
 )
 from cachediag.errors import CachediagError, InputError
+from cachediag.ingest.agents import agent_of
 
 MEMORY_ENV = "CACHEDIAG_DUCKDB_MEMORY"
 DEFAULT_MEMORY = "512MB"
@@ -144,17 +146,22 @@ def _session_whatif(row: Sequence[Any], t: Totals) -> WhatIf:
     return WhatIf(results)
 
 
+_SUMS_AT = len(SESSION_KEYS) + 3
+"""Where a session row's sums begin: after its keys, first and last instants and
+skipped lines (``sql.sessions_sql``)."""
+
+
 def _session_line(row: Sequence[Any]) -> SessionLine:
-    session_id, project, source, first_at, last_at, _skipped = row[:6]
-    totals_end = 6 + len(TOTALS)
-    t = _totals(row[6:totals_end])
-    return SessionLine(
-        session_id, project, source, first_at, last_at, t, _session_whatif(row[totals_end:], t)
-    )
+    session_id, project, source, source_format, first_at, last_at = row[:6]
+    totals_end = _SUMS_AT + len(TOTALS)
+    t = _totals(row[_SUMS_AT:totals_end])
+    whatif = _session_whatif(row[totals_end:], t)
+    agent = agent_of(source_format)
+    return SessionLine(session_id, project, source, first_at, last_at, t, whatif, agent)
 
 
 def _miss(row: Sequence[Any]) -> MissRow:
-    session_id, project, stream, kind, index, at, model, causes, gap_s, tokens, cost = row
+    session_id, project, agent, stream, kind, index, at, model, causes, gap_s, tokens, cost = row
     return MissRow(
         session_id,
         project,
@@ -167,6 +174,7 @@ def _miss(row: Sequence[Any]) -> MissRow:
         gap_s,
         int(tokens),
         cost,
+        agent,
     )
 
 
@@ -267,7 +275,7 @@ def _fill(audit: Audit, con: Any, qs: AuditQueries, by: GroupBy, session_lines: 
             while batch := cur.fetchmany(_FETCH):
                 for row in batch:
                     audit.sessions.append(_session_line(row))
-                    audit.skipped_lines += int(row[5] or 0)
+                    audit.skipped_lines += int(row[_SUMS_AT - 1] or 0)
     else:
         [(count, first_at, last_at, skipped)] = _fetch_all(con, qs.session_count)
         audit.span = SessionSpan(int(count), first_at, last_at)
@@ -330,6 +338,7 @@ def run_audit(
         if audit.totals.unpriced_requests:
             audit.unpriced_models = {m for (m,) in _fetch_all(con, qs.unpriced_models)}
         sources = [s for (s,) in _fetch_all(con, qs.pricing_sources)]
+        audit.agents = {a for (a,) in _fetch_all(con, qs.agents)}
     except duckdb.Error as exc:
         raise query_error(exc, [f.path for f in files]) from exc
     finally:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from cachediag.analysis.costs import PriceFn, miss_cost_usd, request_cost_usd
-from cachediag.analysis.group_keys import cause_key, day_of, gap_key, valid_or_none
+from cachediag.analysis.group_keys import agent_key, cause_key, day_of, gap_key, valid_or_none
 from cachediag.analysis.ledger import LedgerEntry, Outcome
 from cachediag.analysis.session_analysis import SessionAnalysis
 from cachediag.analysis.whatif import Policy, replay_rows
@@ -37,6 +37,7 @@ def request_key(session_id: str, stream: str, entry: LedgerEntry) -> str:
 def session_rows(analysis: SessionAnalysis, price_of: PriceFn, pricing_source: str) -> list[Row]:
     log = analysis.log
     skipped = len(log.issues)
+    agent = agent_key(log)
     rows: list[Row] = []
     for stream in analysis.streams:
         entries = stream.entries
@@ -64,6 +65,7 @@ def session_rows(analysis: SessionAnalysis, price_of: PriceFn, pricing_source: s
                     analysis.project,
                     log.source,
                     log.format,
+                    agent,
                     stream.log.id,
                     stream.log.kind.value,
                     e.index,

@@ -71,6 +71,9 @@ project                     string?                 the project's path (the tran
                                                     its folder's name
 source                      string                  the file it was read from
 source_format               string                  claude-code, claude-code-otel, api-capture, ...
+agent                       string                  the coding agent whose log it is: claude, codex,
+                                                    gemini, opencode (from source_format; rows
+                                                    written before it was added lack it)
 stream_id                   string                  main, or one id per subagent / compaction
 stream_kind                 string                  main, subagent, compaction, sidechain, side_call
 request_index               int32                   position of the request in its stream

@@ -20,7 +20,7 @@ from dataclasses import dataclass, fields
 from cachediag.analysis.group_keys import GAP_BUCKETS, GroupBy
 from cachediag.analysis.totals import Totals
 from cachediag.analysis.whatif import Policy
-from cachediag.dataset.dialect import Dialect, Window, group_key, quoter, zone_name
+from cachediag.dataset.dialect import Dialect, Window, agent_sql, group_key, quoter, zone_name
 from cachediag.dataset.schema import POLICIES
 
 TABLE = "requests"
@@ -32,7 +32,8 @@ WHATIF = (
     "whatif_keep_alive_requests",
 )
 """The per-request what-if columns, summed per session as they are stored."""
-SESSION_KEYS = ("session_id", "project", "source")
+SESSION_KEYS = ("session_id", "project", "source", "source_format")
+"""What tells a session's parts from another's; its format names its agent."""
 FILE = "filename"
 """The file a row was read from (DuckDB's ``read_parquet(..., filename = true)``)."""
 _DOLLARS = frozenset(n for n in (*TOTALS, *WHATIF) if n.endswith("_usd"))
@@ -215,6 +216,7 @@ def top_misses_sql(
     cols = [
         q("session_id"),
         q("project"),
+        f"{agent_sql(d)} AS {q('agent')}",
         f"{q('stream_id')} AS {q('stream')}",
         q("stream_kind"),
         f"{q('request_index')} AS {q('index')}",
@@ -274,6 +276,11 @@ def unpriced_models_sql(w: Window, d: Dialect) -> str:
     )
 
 
+def agents_sql(d: Dialect) -> str:
+    """The agents whose sessions are in the audit (``agents``)."""
+    return f"SELECT DISTINCT {agent_sql(d)} AS {quoter(d)('agent')} FROM {PARTS} ORDER BY 1"
+
+
 def pricing_sources_sql(d: Dialect) -> str:
     q = quoter(d)
     return f"SELECT DISTINCT {q('pricing_source')} FROM {PARTS} ORDER BY 1"
@@ -292,6 +299,7 @@ class AuditQueries:
     session_count: str
     unpriced_models: str
     pricing_sources: str
+    agents: str
 
 
 def audit_queries(
@@ -307,6 +315,7 @@ def audit_queries(
         session_count=session_count_sql(d),
         unpriced_models=unpriced_models_sql(w, d),
         pricing_sources=pricing_sources_sql(d),
+        agents=agents_sql(d),
     )
 
 
@@ -324,6 +333,7 @@ def audit_sql(by: GroupBy, window: Window, dialect: Dialect, top: int = 10) -> s
         ("sessions in all (what the tables show)", qs.session_count),
         ("models without a price (unpriced_models)", qs.unpriced_models),
         ("price sources (pricing_source)", qs.pricing_sources),
+        ("agents (agents)", qs.agents),
     ]
     text = "\n\n".join(f"-- {t}\n{sql};" if t else f"{sql};" for t, sql in titled) + "\n"
     calendar = by in (GroupBy.DAY, GroupBy.WEEK, GroupBy.MONTH)

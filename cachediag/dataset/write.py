@@ -37,6 +37,7 @@ from cachediag.dataset.schema import (
     schema_document,
 )
 from cachediag.errors import CachediagError
+from cachediag.ingest.agents import agent_of
 from cachediag.safefiles import UnsafeFile, open_private, read_private
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -66,10 +67,11 @@ SCHEMA_MAX_BYTES = 1 << 20
 
 
 def _check_schema(root: Path) -> None:
-    """The dataset's schema version must be ours; a dataset without one gets ours. The
-    folder may be shared: the file is read only if it is a regular file, not a link (a
-    FIFO would block the export, a link to a large file fill memory), and at most
-    ``SCHEMA_MAX_BYTES`` of it."""
+    """The dataset's schema version must be ours; a dataset without one gets ours, and
+    one of our version whose columns are fewer (written before a column was added)
+    gets our list of them. The folder may be shared: the file is read only if it is a
+    regular file, not a link (a FIFO would block the export, a link to a large file
+    fill memory), and at most ``SCHEMA_MAX_BYTES`` of it."""
     path = root / SCHEMA_FILE
     try:
         data = read_private(str(path), SCHEMA_MAX_BYTES)
@@ -79,7 +81,8 @@ def _check_schema(root: Path) -> None:
     except OSError as exc:
         raise CachediagError(f"{path}: not a cachediag dataset schema ({_why(exc)})") from None
     try:
-        found = json.loads(data).get("schema_version")
+        document = json.loads(data)
+        found = document.get("schema_version")
     except (ValueError, AttributeError) as exc:
         raise CachediagError(f"{path}: not a cachediag dataset schema ({exc})") from None
     if found != SCHEMA_VERSION:
@@ -87,6 +90,10 @@ def _check_schema(root: Path) -> None:
             f"{path}: dataset schema version {found}; this cachediag writes version "
             f"{SCHEMA_VERSION} (export into another folder)"
         )
+    ours = schema_document()
+    listed = {c.get("name") for c in document.get("columns") or [] if isinstance(c, dict)}
+    if not listed >= {c["name"] for c in ours["columns"]}:
+        _write_atomic(path, (json.dumps(ours, indent=2) + "\n").encode())
 
 
 def _why(exc: OSError) -> str:
@@ -279,7 +286,7 @@ class DatasetWriter:
         for name in holders.column("filename").to_pylist():
             path = Path(name)
             day = path.parent.parent.name.removeprefix("day=")
-            old = self._pq.read_table(path, schema=self._schema)
+            old = self._with_agent(self._pq.read_table(path, schema=self._schema))
             stale = pc.is_in(old.column("request_key"), value_set=grown.column("request_key"))
             mine = grown.filter(pc.equal(grown.column("day"), day))
             placed.update(mine.column("request_key").to_pylist())
@@ -300,6 +307,17 @@ class DatasetWriter:
         for day, part in self._by_day(moved):
             self._write_part(day, part)
             self.stats.updated += part.num_rows
+
+    def _with_agent(self, table: Any) -> Any:
+        """``table`` (a file read as this schema) with each row's agent: a file written
+        before the column was added reads it as nulls; its rows' formats name it."""
+        column = table.column("agent")
+        if not column.null_count:
+            return table
+        formats = table.column("source_format").to_pylist()
+        agents = self._pa.array([agent_of(f) for f in formats], self._pa.string())
+        at = table.schema.get_field_index("agent")
+        return table.set_column(at, self._schema.field("agent"), agents)
 
 
 _SIZE = "(input_tokens + cache_read_tokens + cache_creation_tokens + output_tokens)"

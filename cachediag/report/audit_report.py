@@ -10,7 +10,7 @@ for ``--schema`` and in tests (``__pydantic_config__``: unknown fields are error
 from __future__ import annotations
 
 import io
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 import orjson
@@ -55,6 +55,8 @@ class MissOut:
 
     session_id: str
     project: str | None
+    agent: str
+    """The coding agent whose session it is: claude, codex, gemini, opencode."""
     stream: str
     stream_kind: str
     index: int
@@ -93,6 +95,8 @@ class SessionWhatIf:
 
     session_id: str
     project: str | None
+    agent: str
+    """The coding agent whose session it is: claude, codex, gemini, opencode."""
     whatif: WhatIfOut
 
 
@@ -124,6 +128,20 @@ class AuditReport:
     unreadable_files: int = 0
     """Files and folders that could not be read (vanished, no permission); each is named
     on stderr and the rest is audited."""
+    agents: list[str] = field(default_factory=list)
+    """The agents whose sessions are in the audit, by name; with more than one, the
+    session rows (``--by session``: table and CSV) and the top misses name theirs."""
+
+    def several_agents(self) -> bool:
+        return len(self.agents) > 1
+
+    def session_agents(self) -> list[str]:
+        """The agent of each of ``groups`` when they are sessions (``--by session``),
+        from ``whatif_by_session``: a session id two agents share names both."""
+        found: dict[str, set[str]] = {}
+        for s in self.whatif_by_session:
+            found.setdefault(s.session_id, set()).add(s.agent)
+        return ["+".join(sorted(found.get(g.key, ()))) for g in self.groups]
 
 
 def group_row(key: str, t: Totals) -> GroupRow:
@@ -166,6 +184,7 @@ def _miss_out(m: MissRow) -> MissOut:
     return MissOut(
         session_id=m.session_id,
         project=m.project,
+        agent=m.agent,
         stream=m.stream,
         stream_kind=m.stream_kind,
         index=m.index,
@@ -201,13 +220,19 @@ def build_report(
         top_misses=[_miss_out(m) for m in audit.top_misses],
         whatif=whatif_out(audit.whatif),
         whatif_by_session=[
-            SessionWhatIf(session_id=s.session_id, project=s.project, whatif=whatif_out(s.whatif))
+            SessionWhatIf(
+                session_id=s.session_id,
+                project=s.project,
+                agent=s.agent,
+                whatif=whatif_out(s.whatif),
+            )
             for s in audit.sessions
         ],
         unpriced_models=sorted(audit.unpriced_models),
         skipped_lines=audit.skipped_lines,
         empty_sessions=audit.empty_sessions,
         unreadable_files=unreadable_files,
+        agents=sorted(audit.agents),
     )
 
 
@@ -246,14 +271,17 @@ CSV_FIELDS = [f.name for f in fields(GroupRow) if f.name != "key"]
 
 def report_csv(report: AuditReport) -> str:
     """One header row, then one row per group; the first column is named after ``--by``,
-    the last names the price source (every report says what priced it)."""
+    the last names the price source (every report says what priced it). Sessions of
+    several agents: an ``agent`` column after the session's id."""
     import csv  # only here: --json need not build its classes
 
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow([report.by, *CSV_FIELDS, "pricing_source"])
-    for row in report.groups:
+    named = report.by == GroupBy.SESSION.value and report.several_agents()
+    agents = report.session_agents() if named else []
+    writer.writerow([report.by, *(["agent"] if named else []), *CSV_FIELDS, "pricing_source"])
+    for n, row in enumerate(report.groups):
         data = asdict(row)
         cells = ("" if data[f] is None else data[f] for f in CSV_FIELDS)
-        writer.writerow([row.key, *cells, report.pricing_source])
+        writer.writerow([row.key, *agents[n : n + 1], *cells, report.pricing_source])
     return out.getvalue()

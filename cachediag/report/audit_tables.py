@@ -60,12 +60,18 @@ def _key(report: AuditReport, key: str) -> str:
 def _groups_table(report: AuditReport, width: int, tokens: bool) -> RenderableType:
     rows = [*report.groups, report.totals]
     keys = [_key(report, r.key) for r in rows]
-    columns = [
-        Column(
-            report.by,
-            path_variants(keys) if report.by == "project" else [keys],
-            wraps=True,
-        ),
+    agents = report.by == "session" and report.several_agents()
+    variants = [keys]
+    if report.by == "project":
+        variants = path_variants(keys)
+    elif agents:
+        # Ids as the misses table shows them, before the agent or the costs give way.
+        variants = [keys, [k[:8] for k in keys]]
+    columns = [Column(report.by, variants, wraps=True)]
+    if agents:
+        # The total row belongs to no one agent.
+        columns.append(Column("agent", [[*report.session_agents(), ""]], keep=90))
+    columns += [
         Column(
             "requests",
             [[f"{r.requests:,}" for r in rows]],
@@ -129,6 +135,11 @@ def _misses_table(report: AuditReport, width: int, zone: tzinfo) -> RenderableTy
             short_header=label,
         ),
         Column("session", [[m.session_id[:8] for m in misses]], keep=70),
+        *(
+            [Column("agent", [[m.agent for m in misses]], keep=55)]
+            if report.several_agents()
+            else []
+        ),
         Column("stream", [[short_id(m.stream) for m in misses]], keep=50),
         Column("gap", [[format_duration(m.gap_s) for m in misses]], justify="right", keep=60),
         Column(
