@@ -82,10 +82,9 @@ def keeping(
     except OSError:
         return run()
     taken = time.time_ns()
-    places = inputs_of(options)
-    snap = answers.snapshot(places)
-    snap.update((p, answers.signature(p)) for p in _sidecars(places))
-    fresh = answers.racy(snap, taken)
+    snap = answers.snapshot(inputs_of(options))
+    snap.update((p, answers.signature(p)) for p in _sidecars(options))
+    too_recent = answers.racy(snap, taken)
     # The code is checked for changes but not for racy times: an install or an edit does
     # not write a file twice in one clock tick, and a checkout being worked on would
     # otherwise keep nothing.
@@ -98,7 +97,7 @@ def keeping(
     finally:
         sys.stderr = stderr
     text = out + "\n"  # as ``console.echo`` prints it
-    if not fresh and "\x1b" not in text:  # escape codes: kept or not by the terminal
+    if not too_recent and "\x1b" not in text:  # escape codes: kept or not by the terminal
         from contextlib import suppress
 
         # Not kept: a folder not usable (rows_for said so already), or a name that is not
@@ -128,10 +127,12 @@ def inputs_of(options: UsageOptions) -> list[str]:
     return list(dict.fromkeys(places))
 
 
-def _sidecars(places: list[str]) -> list[str]:
+def _sidecars(options: UsageOptions) -> list[str]:
     """The files SQLite keeps beside a database named as an input (opencode's): what a
-    reader sees of it may be in them. A folder's are signed with the rest of it."""
-    return [f"{p}{end}" for p in places if os.path.isfile(p) for end in _SQLITE_ENDS]
+    reader sees of it may be in them. Inside a folder signed whole, they are signed with
+    the rest of it."""
+    named = [str(p) for p in options.paths]
+    return [f"{p}{end}" for p in named if os.path.isfile(p) for end in _SQLITE_ENDS]
 
 
 _SQLITE_ENDS = ("-wal", "-shm", "-journal")
