@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import json
 import os
-import select
-import shutil
+import queue
 import signal
 import sqlite3
 import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import jsonschema
 import pytest
@@ -67,12 +66,27 @@ def test_a_deleted_rollout_is_a_removal(tmp_path: Path) -> None:
     assert recorder.dicts("removed")[0]["path"] == str(path)
 
 
-def read_event(proc: subprocess.Popen[str], timeout_s: float = 20.0) -> dict[str, Any]:
-    assert proc.stdout is not None
-    ready, _, _ = select.select([proc.stdout], [], [], timeout_s)
-    assert ready, f"no event within {timeout_s}s"
-    loaded: dict[str, Any] = json.loads(proc.stdout.readline())
-    return loaded
+class Lines:
+    """A pipe's lines as they come, each waited for at most ``timeout_s`` (a thread
+    reads the pipe: ``select`` cannot see lines already in the reader's buffer)."""
+
+    def __init__(self, pipe: IO[str]) -> None:
+        self.queue: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._pump, args=(pipe,), daemon=True).start()
+
+    def _pump(self, pipe: IO[str]) -> None:
+        for line in pipe:
+            self.queue.put(line)
+
+    def next(self, timeout_s: float = 20.0) -> str:
+        try:
+            return self.queue.get(timeout=timeout_s)
+        except queue.Empty:
+            raise AssertionError(f"nothing within {timeout_s}s") from None
+
+    def event(self) -> dict[str, Any]:
+        loaded: dict[str, Any] = json.loads(self.next())
+        return loaded
 
 
 def test_live_watch_sees_opencode_commit_through_its_wal(tmp_path: Path) -> None:
@@ -85,12 +99,10 @@ def test_live_watch_sees_opencode_commit_through_its_wal(tmp_path: Path) -> None
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     writer = sqlite3.connect(db)
     try:
-        assert proc.stderr is not None
-        ready, _, _ = select.select([proc.stderr], [], [], 20)
-        assert ready and proc.stderr.readline().startswith(
-            "cachediag: watching 1 opencode database under "
-        )
-        held = [read_event(proc) for _ in range(1 + before)]
+        assert proc.stdout is not None and proc.stderr is not None
+        out, err = Lines(proc.stdout), Lines(proc.stderr)
+        assert err.next().startswith("cachediag: watching 1 opencode database under ")
+        held = [out.event() for _ in range(1 + before)]
         assert [e["event"] for e in held] == ["session"] + ["request"] * before
         writer.execute("ATTACH DATABASE ? AS full", (f"file:{original}?mode=ro",))
         for table in ("message", "part"):
@@ -100,7 +112,7 @@ def test_live_watch_sees_opencode_commit_through_its_wal(tmp_path: Path) -> None
             )
         writer.commit()  # the connection stays open: the commit is in opencode.db-wal only
         assert os.path.getsize(f"{db}-wal") > 0
-        events = [read_event(proc) for _ in range(2)]
+        events = [out.event() for _ in range(2)]
         assert [(e["event"], e["outcome"]) for e in events] == [
             ("request", "miss"),
             ("request", "hit"),
@@ -108,10 +120,8 @@ def test_live_watch_sees_opencode_commit_through_its_wal(tmp_path: Path) -> None
         assert all(e["at"] > cut for e in events)
         assert all(e["at"] < cut for e in held[1:])
         proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=20)
+        assert json.loads(out.next())["event"] == "summary"
+        assert proc.wait(timeout=20) == 0
     finally:
         writer.close()
         proc.kill()
-    assert proc.returncode == 0, err
-    assert json.loads(out)["event"] == "summary"
-    shutil.rmtree(tmp_path / "c", ignore_errors=True)
