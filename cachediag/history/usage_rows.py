@@ -19,6 +19,8 @@ from collections import namedtuple
 
 from cachediag.history.clock import epoch
 from cachediag.history.index import RowCodec, Stats, overlong, rows_by_file
+from cachediag.ingest.native import PICKER as _pick
+from cachediag.ingest.needles import wanted_lines
 from cachediag.safefiles import open_regular
 
 TYPE_CHECKING = False
@@ -130,25 +132,109 @@ def _one_hour(usage: dict[str, Any]) -> int:
 
 
 def parse(path: str, data: bytes, start: int) -> list[UsageRow]:
-    """The rows of complete lines ``data`` (from byte ``start`` of ``path``)."""
+    """The rows of complete lines ``data`` (from byte ``start`` of ``path``).
+
+    Only the lines holding ``"usage"`` are looked at (found by the ingest scanner, not
+    a split into every line), and each through the line picker of the transcript reader
+    rather than a whole parse; a line the picker leaves, or one whose row it cannot
+    tell alone, is parsed whole, so the rows are those of ``row_of(loads(line))``."""
+    rows = []
+    days: dict[tuple[str, int], DayPrices] = {}  # prices looked up once per model and day
+    end = len(data)
+    for first in wanted_lines(data, end, _NEEDLES):
+        stop = data.find(b"\n", first)
+        line = data[first : end if stop < 0 else stop]
+        if overlong(line):
+            continue  # the index's rule
+        row = _picked_row(line)
+        if row is _WHOLE:
+            row = _parsed_row(line)
+        if row is not None:
+            rows.append(
+                row if row.cost_usd is not None else UsageRow._make((*row[:11], priced(row, days)))
+            )
+    return rows
+
+
+_HOURS: dict[str, float | None] = {}
+"""``clock.epoch`` of the start of each hour seen (``2026-01-01T00:``), by that text."""
+
+
+def epoch_of(stamp: str) -> float | None:
+    """``clock.epoch(stamp)``, with the hour's start looked up once for Claude Code's own
+    form (``2026-01-01T00:05:00.210Z``): parsing each time by hand is most of the cost of
+    a row. The hour's text is checked by ``clock.epoch`` itself; what it takes from the
+    rest (the minute and second as ``int`` reads them, digits it skips, the ``Z``) is
+    checked here the same way, anything else goes to ``clock.epoch`` whole."""
+    if (
+        len(stamp) != 24
+        or stamp[19] != "."
+        or stamp[23] != "Z"
+        or stamp[0].isspace()
+        or not (stamp[20:23].isascii() and stamp[20:23].isdigit())
+        or not stamp[14:16].isdecimal()
+        or not stamp[17:19].isdecimal()
+    ):
+        return epoch(stamp)
+    hour = stamp[:14]
+    if hour in _HOURS:
+        base = _HOURS[hour]
+    else:
+        base = _HOURS[hour] = epoch(hour + "00:00Z")
+    minute, second = int(stamp[14:16]), int(stamp[17:19])
+    if base is None or minute >= 60 or second >= 61:
+        return None
+    return base + minute * 60 + second
+
+
+_NEEDLES = (b'"usage"',)
+_WHOLE: Any = object()
+"""``_picked_row``'s answer for a line that must be parsed whole."""
+
+
+def _picked_row(line: bytes) -> Any:
+    """``row_of`` of the line from the picker's fields, ``None`` when it is no usage line,
+    or ``_WHOLE`` when the picker cannot tell: it declined the line, the line has a
+    ``costUSD`` (not a picked field; a key written with an escape makes it decline), or
+    a ``sessionId`` the picker gives as ``None`` (an empty one is kept as ``""``)."""
+    fields = _pick(line) if _pick is not None else None
+    if fields is None or b'"costUSD"' in line:
+        return _WHOLE
+    message, timestamp = fields[13], fields[5]
+    if message is None or not isinstance(timestamp, str) or message[2] is None:
+        return None
+    session = fields[12]
+    if session is None and b'"sessionId"' in line:
+        return _WHOLE
+    given, read, made_cache, made, split = message[2]
+    given, made = _tokens(given), _tokens(made)
+    if given is None or made is None:
+        return None
+    hour = (_tokens(split[1]) or 0) if split is not None else 0
+    return UsageRow(
+        timestamp,
+        session,
+        message[0],
+        message[1],
+        fields[7],
+        given,
+        made,
+        _tokens(made_cache) or 0,
+        _tokens(read) or 0,
+        None,
+        hour,
+    )
+
+
+def _parsed_row(line: bytes) -> UsageRow | None:
     try:  # here, not at import: reading rows back from the index needs no parser
         from orjson import loads
     except ImportError:  # pragma: no cover - orjson is a dependency; json the fallback
         from json import loads  # type: ignore[assignment]
-    rows = []
-    days: dict[tuple[str, int], DayPrices] = {}  # prices looked up once per model and day
-    for line in data.split(b"\n"):
-        if b'"usage"' not in line or overlong(line):
-            continue  # most lines: no parse at all; an overlong one is the index's rule
-        try:
-            row = row_of(loads(line))
-        except ValueError:
-            continue
-        if row is not None:
-            rows.append(
-                row if row.cost_usd is not None else row._replace(priced_usd=priced(row, days))
-            )
-    return rows
+    try:
+        return row_of(loads(line))
+    except ValueError:
+        return None
 
 
 def _day_prices(model: str, day: int) -> DayPrices:
@@ -163,7 +249,7 @@ def priced(row: UsageRow, days: dict[tuple[str, int], DayPrices]) -> float | Non
     tokens = row.input_tokens + row.cache_creation_tokens + row.cache_read_tokens
     if not tokens and not row.output_tokens:
         return 0.0  # Claude Code's own "<synthetic>" messages: nothing was billed
-    at = epoch(row.timestamp)
+    at = epoch_of(row.timestamp)
     if row.model is None or at is None:
         return None
     day = int(at // 86400)

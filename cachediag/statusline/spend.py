@@ -158,8 +158,7 @@ def _session_only(
 
 def _once(rows: list[UsageRow]) -> list[tuple[float, UsageRow]]:
     """Each response once (its last line), with its time, oldest first."""
-    from cachediag.history.clock import epoch
-    from cachediag.history.usage_rows import dedup_key
+    from cachediag.history.usage_rows import dedup_key, epoch_of
 
     keys = [dedup_key(row) for row in rows]
     last = {key: i for i, key in enumerate(keys) if key is not None}
@@ -168,7 +167,7 @@ def _once(rows: list[UsageRow]) -> list[tuple[float, UsageRow]]:
         key = keys[i]
         if key is not None and last[key] != i:
             continue  # an earlier line of a response: its time is never needed
-        at = epoch(row.timestamp)
+        at = epoch_of(row.timestamp)
         if at is not None:
             out.append((at, row))
     out.sort(key=lambda pair: pair[0])
