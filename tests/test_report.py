@@ -387,3 +387,30 @@ def test_no_claude_code_advice_for_another_agent_s_log() -> None:
     # The same miss in a Claude Code transcript is advised: the test can tell.
     _, data = make_report(str(SPOTTER_SESSION))
     assert data["sessions"][0]["advised"] is True and data["sessions"][0]["advice"]
+
+
+AGENT_HOMES = tuple(
+    str(REAL.parent.parent / "tests" / "data" / home)
+    for home in ("codex_home_changes", "gemini_home", "opencode_home_changes")
+)
+EVERY_AGENT = (str(REAL / "spotter" / "tool_heavy.jsonl"), *AGENT_HOMES)
+"""A Claude Code transcript and the recorded homes of the three other agents."""
+
+
+def test_spend_by_agent_and_each_session_s_agent_when_several() -> None:
+    html, data = make_report(*EVERY_AGENT)
+    overview = data["overview"]
+    assert overview["agents"] == ["claude", "codex", "gemini", "opencode"]
+    assert overview["by_agent"] == _audit_groups("agent", *EVERY_AGENT)
+    result = CliRunner().invoke(main, ["audit", "--json", "--no-progress", *EVERY_AGENT])
+    assert result.exit_code == 0, result.output
+    whose = {s["session_id"]: s["agent"] for s in json.loads(result.stdout)["whatif_by_session"]}
+    rows = data["session_list"]
+    assert sorted(r["agent"] for r in rows) == sorted(whose.values())
+    for r, session in zip(rows, data["sessions"], strict=True):
+        assert r["agent"] == whose[r["session_id"]] == session["agent"]
+    assert 'id="chart-agent"' in html
+    # One agent: no spend by agent (a bar of one says nothing), the list as it was.
+    _, one = make_report(*SEVERAL)
+    assert one["overview"]["agents"] == ["claude"] and one["overview"]["by_agent"] == []
+    assert {r["agent"] for r in one["session_list"]} == {"claude"}

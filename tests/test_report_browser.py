@@ -392,3 +392,44 @@ ZR_TEXTS = """() => {
   return chart.getZr().storage.getDisplayList(true)
     .map(el => el.style && el.style.text).filter(t => typeof t === 'string');
 }"""
+
+
+EVERY_AGENT = (
+    str(REAL / "spotter" / "tool_heavy.jsonl"),
+    *(
+        str(ROOT / "tests" / "data" / home)
+        for home in ("codex_home_changes", "gemini_home", "opencode_home_changes")
+    ),
+)
+"""A Claude Code transcript and the recorded homes of the three other agents."""
+
+
+def test_several_agents_spend_by_agent_and_the_list_names_each(
+    browser: Any, tmp_path: Path
+) -> None:
+    opened = Opened(browser, write_report(tmp_path, *EVERY_AGENT))
+    try:
+        page = opened.page
+        assert opened.errors() == []
+        assert page.locator("#agent-panel").is_visible()
+        assert page.locator("#chart-agent canvas").count() >= 1
+        headers = page.locator("#session-list th").all_inner_texts()
+        assert headers[:2] == ["project", "agent"]
+        cells = page.locator('#session-list td[data-key="agent"]').all_inner_texts()
+        assert sorted(cells) == ["claude", "codex", "gemini", "opencode"]
+        page.fill("#session-filter", "gemini")
+        assert page.locator('#session-list tbody td[data-key="agent"]').all_inner_texts() == [
+            "gemini"
+        ]
+        page.locator("#session-list tbody tr a").first.click()
+        assert "gemini (gemini-cli)" in page.locator("#session-meta").inner_text()
+    finally:
+        opened.page.close()
+    # One agent: no agent column, no spend by agent.
+    (tmp_path / "one").mkdir()
+    one = Opened(browser, write_report(tmp_path / "one", str(REAL / "spotter")))
+    try:
+        assert not one.page.locator("#agent-panel").is_visible()
+        assert "agent" not in one.page.locator("#session-list th").all_inner_texts()
+    finally:
+        one.page.close()

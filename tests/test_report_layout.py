@@ -20,6 +20,7 @@ import pytest
 from tests.conftest import REAL, ROOT, RULES, SPOTTER_SESSION
 from tests.test_report_browser import (
     CHROMIUM,
+    EVERY_AGENT,
     MISSING,
     ZR_TEXTS,
     Opened,
@@ -174,12 +175,13 @@ def test_no_label_covers_another(
 
 
 @pytest.mark.parametrize("width", [1024, 1400])
-@pytest.mark.parametrize("which", ["several", "one"])
+@pytest.mark.parametrize("which", ["several", "one", "agents"])
 def test_no_sideways_scroll(
     browser: Any, tmp_path_factory: pytest.TempPathFactory, width: int, which: str
 ) -> None:
     tmp = tmp_path_factory.mktemp(f"width{width}")
-    path = write_report(tmp, *(SEVERAL if which == "several" else (str(SPOTTER_SESSION),)))
+    inputs = {"several": SEVERAL, "one": (str(SPOTTER_SESSION),), "agents": EVERY_AGENT}
+    path = write_report(tmp, *inputs[which])
     opened = Opened(browser, path, width=width)
     page = opened.page
     try:
@@ -199,7 +201,8 @@ def test_no_sideways_scroll(
         )
         assert wide == []
         # No chart of the overview draws one text over another at this width.
-        for chart in ("chart-cause", "chart-day", "chart-project", "chart-model", "chart-whatif"):
+        charts = ["chart-cause", "chart-day", "chart-project", "chart-model", "chart-whatif"]
+        for chart in charts + (["chart-agent"] if which == "agents" else []):
             assert overlaps(page.evaluate(TEXT_BOXES, chart)) == [], chart
         assert opened.errors() == []
     finally:
@@ -269,11 +272,23 @@ def test_cause_chart_leaves_no_miss_beside_it(several: Any) -> None:
     assert f"{rest['requests']} requests" in note and f"${rest['cost_usd']:,.2f}" in note
 
 
+@pytest.fixture(scope="module")
+def agents(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    path = write_report(tmp_path_factory.mktemp("agents"), *EVERY_AGENT)
+    opened = Opened(browser, path)
+    yield opened, _page_data(path)
+    opened.page.close()
+
+
 @pytest.mark.parametrize(
-    ("chart", "group"), [("chart-project", "by_project"), ("chart-model", "by_model")]
+    ("chart", "group"),
+    [("chart-project", "by_project"), ("chart-model", "by_model"), ("chart-agent", "by_agent")],
 )
-def test_spend_by_project_and_model(several: Any, chart: str, group: str) -> None:
-    opened, data = several
+def test_spend_by_project_model_and_agent(
+    several: Any, agents: Any, chart: str, group: str
+) -> None:
+    # Spend by agent is drawn where several agents' sessions are in the report.
+    opened, data = agents if group == "by_agent" else several
     option = opened.page.evaluate(
         f"echarts.getInstanceByDom(document.getElementById('{chart}')).getOption()"
     )

@@ -15,6 +15,7 @@ from typing import Any
 from cachediag.analysis.dimensions import Cause
 from cachediag.analysis.rollup import Audit, GroupBy
 from cachediag.analysis.session_analysis import SessionAnalysis, StreamAnalysis
+from cachediag.ingest.agents import agent_of
 from cachediag.model import TTL_SECONDS
 
 PageDict = dict[str, Any]
@@ -169,6 +170,7 @@ def session_page(
         "project": obj["project"],
         "source": obj["source"],
         "format": obj["format"],
+        "agent": agent_of(obj["format"]),
         "first_at": min(times) if times else None,
         "last_at": max(times) if times else None,
         "summaries": summaries,
@@ -243,8 +245,8 @@ class SessionPage:
 def overview(
     audit: Audit, pricing_source: str, since: str | None = None, until: str | None = None
 ) -> PageDict:
-    """Totals, spend by cause, day, project and model, the most expensive misses and the
-    what-if, as ``audit --json`` reports them."""
+    """Totals, spend by cause, day, project, model and (when there are several) agent,
+    the most expensive misses and the what-if, as ``audit --json`` reports them."""
     from dataclasses import asdict
 
     from cachediag.report.audit_report import _POLICY_LABELS, build_report, group_row
@@ -257,6 +259,7 @@ def overview(
     out["by_day"] = [asdict(group_row(k, t)) for k, t in audit.rows(GroupBy.DAY)]
     out["by_project"] = spend_rows(audit, GroupBy.PROJECT)
     out["by_model"] = spend_rows(audit, GroupBy.MODEL)
+    out["by_agent"] = spend_rows(audit, GroupBy.AGENT) if len(audit.agents) > 1 else []
     out["policy_labels"] = dict(_POLICY_LABELS)
     return out
 

@@ -1,5 +1,5 @@
-"""The report's lists: one row per session (the session list) and the spend by project
-and by model, from the audit the overview comes from, so every figure agrees with
+"""The report's lists: one row per session (the session list) and the spend by project,
+model and agent, from the audit the overview comes from, so every figure agrees with
 ``audit --json --by session|project|model`` to the cent.
 
 "Re-cache cost" is the one name of the extra cost of misses and expected rebuilds beyond
@@ -48,6 +48,7 @@ def session_rows(audit: Audit, sessions: list[PageDict]) -> list[PageDict]:
             "n": n,
             "session_id": page["session_id"],
             "project": page["project"],
+            "agent": page["agent"],
             "first_at": page["first_at"],
             "misses": sum(1 for e in events if e["outcome"] == "miss"),
             "expected_rebuilds": sum(1 for e in events if e["outcome"] == "expected"),

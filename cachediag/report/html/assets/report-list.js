@@ -13,6 +13,10 @@
     { key: "misses", label: "misses", cls: "num", num: true, text: function (r) { return String(r.misses); } },
     { key: "top_cause", label: "top cause", text: function (r) { return r.top_cause || "-"; } }
   ];
+  // Whose session each is, where the report holds more than one agent's.
+  if ((OV.agents || []).length > 1) {
+    LIST_COLUMNS.splice(1, 0, { key: "agent", label: "agent", text: function (r) { return r.agent; } });
+  }
   var listSort = { key: "first_at", desc: true };
 
   var currentSession = null;
@@ -47,7 +51,7 @@
   }
 
   function rowMatches(r, words) {
-    var hay = [r.project || "", r.session_id, r.top_cause || "", utc(r.first_at, true)].join(" ").toLowerCase();
+    var hay = [r.project || "", r.agent, r.session_id, r.top_cause || "", utc(r.first_at, true)].join(" ").toLowerCase();
     return words.every(function (w) { return hay.indexOf(w) >= 0; });
   }
 

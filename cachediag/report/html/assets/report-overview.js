@@ -35,6 +35,10 @@
     drawByDay();
     drawSpend("chart-project", OV.by_project, "project");
     drawSpend("chart-model", OV.by_model, "model");
+    if ((OV.by_agent || []).length) {
+      document.getElementById("agent-panel").hidden = false;
+      drawSpend("chart-agent", OV.by_agent, "agent");
+    }
     drawAdvice();
     drawWhatIf();
     drawTopMisses();

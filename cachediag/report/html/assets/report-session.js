@@ -5,6 +5,7 @@
       var misses = s.events.filter(function (e) { return e.outcome === "miss"; }).length;
       var cost = s.cost ? groupUsd(s.cost.cost_usd, s.totals.requests, s.cost.unpriced_requests) : usd(null);
       var label = utc(s.first_at, true).slice(0, 16) + " · " + isoText(s.session_id.slice(0, 8)) +
+        ((OV.agents || []).length > 1 ? " · " + s.agent : "") +
         (s.project ? " · " + isoText(s.project) : "") + " · " + cost +
         " · " + misses + " miss" + (misses === 1 ? "" : "es");
       picker.appendChild(el("option", { value: String(i), text: label }));
@@ -20,7 +21,7 @@
     markListed(n);
     var meta = document.getElementById("session-meta");
     meta.textContent = "";
-    [bdi(s.session_id), " · ", bdi(s.source), " · " + s.format,
+    [bdi(s.session_id), " · ", bdi(s.source), " · " + s.agent + " (" + s.format + ")",
      s.project ? " · project " : null, s.project ? bdi(s.project) : null,
      " · " + utc(s.first_at, true).slice(0, 16) + " - " + utc(s.last_at, true).slice(0, 16) + " UTC"
     ].forEach(function (part) {
