@@ -206,10 +206,16 @@ def _picked_row(line: bytes) -> Any:
     session = fields[12]
     if session is None and b'"sessionId"' in line:
         return _WHOLE
-    given, read, made_cache, made, split = message[2]
-    given, made = _tokens(given), _tokens(made)
+    given, read, written, made, split = message[2]
+    # A plain count (nearly every one) is its own row value: ``_tokens`` only for others.
+    given = given if type(given) is int and given >= 0 else _tokens(given)
+    made = made if type(made) is int and made >= 0 else _tokens(made)
     if given is None or made is None:
         return None
+    if not (type(read) is int and read >= 0):
+        read = _tokens(read) or 0
+    if not (type(written) is int and written >= 0):
+        written = _tokens(written) or 0
     hour = (_tokens(split[1]) or 0) if split is not None else 0
     return UsageRow(
         timestamp,
@@ -219,8 +225,8 @@ def _picked_row(line: bytes) -> Any:
         fields[7],
         given,
         made,
-        _tokens(made_cache) or 0,
-        _tokens(read) or 0,
+        written,
+        read,
         None,
         hour,
     )
