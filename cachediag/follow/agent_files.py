@@ -187,12 +187,14 @@ class AgentFiles:
         file.seen = sig
         self.issues[file.path] = [i for log in logs for i in (*log.issues, *log.unreadable)]
         now = self.follower.clock()
-        for log in logs:
-            if is_session(log):
-                self._landed(file, log, analyze_log(log, now), quiet)
-        file.reads += 1
+        analysed = [(log, analyze_log(log, now)) for log in logs if is_session(log)]
+        # The spacing is the reading's: not what reporting costs (the first price
+        # lookup loads the price tables, once).
         done = self.monotonic()
         file.next_read = done + READ_SPACING * (done - began)
+        for log, a in analysed:
+            self._landed(file, log, a, quiet)
+        file.reads += 1
 
     def _removed(self, file: AgentFile) -> None:
         if file.seen is None:
