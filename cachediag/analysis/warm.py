@@ -69,12 +69,16 @@ def _kept(a: SessionAnalysis) -> _Kept | None:
         window = TTL_SECONDS[last.ttl]
         return _Kept(last.ttl, last.at + window, readable_prefix(tokens), None)
     if a.log.format in GEMINI_FORMATS:
-        from cachediag.analysis.gemini_cache import GeminiLedger, minimum_tokens
+        from cachediag.analysis.gemini_cache import (
+            DEFAULT_RETENTION_S,
+            GeminiLedger,
+            minimum_tokens,
+        )
 
-        ledger = a.main.ledger
-        assert isinstance(ledger, GeminiLedger)
+        ledger = a.main.ledger  # the retention it counted with (a test passes its own)
+        window = ledger.retention_s if isinstance(ledger, GeminiLedger) else DEFAULT_RETENTION_S
         cached = tokens if tokens >= minimum_tokens(last.model) else 0
-        return _Kept(last.ttl, last.at + ledger.retention_s, cached, None)
+        return _Kept(last.ttl, last.at + window, cached, None)
     pc = a.main.prompt_cache
     if pc.expires_at is None:
         return None
