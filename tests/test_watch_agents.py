@@ -252,3 +252,17 @@ def test_written_between_finding_and_the_first_read_is_new(tmp_path: Path) -> No
     assert [d["message_id"] for d in recorder.dicts("request") if d["stream"] == "main"] == [
         r["message_id"] for r in finished["main"][2:]
     ]
+
+
+def test_once_a_named_file_that_is_not_the_agents_log_is_an_error(tmp_path: Path) -> None:
+    bad = tmp_path / "rollout-bad.jsonl"
+    bad.write_text("garbage\n")
+    db = tmp_path / "opencode.db"
+    db.write_text("not sqlite")
+    result = watch_cli("--once", "--json", str(bad), str(db), str(DATA / "codex_home_pause"))
+    assert result.exit_code == 1
+    assert f"{bad}: not a codex session log (line 1:" in result.stderr
+    assert f"{db}: not an opencode session log" in result.stderr
+    # The rest is still reported.
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [e["event"] for e in events].count("request") == 3

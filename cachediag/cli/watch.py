@@ -184,8 +184,12 @@ def _unreadable(roots: list[Path]) -> list[tuple[str, str]]:
 
     found = []
     for root in roots:
-        if not root.is_file() or agent_named(root.name) is not None:
-            continue  # another agent's file: its reader says what is wrong with it
+        if not root.is_file():
+            continue
+        if (agent := agent_named(root.name)) is not None:
+            if (why := _not_agent_log(agent, root)) is not None:
+                found.append((str(root), why))
+            continue
         try:
             with root.open("rb") as f:
                 head = [line for _, line in zip(range(SNIFF_LINES), f, strict=False)]
@@ -195,6 +199,18 @@ def _unreadable(roots: list[Path]) -> list[tuple[str, str]]:
         except OSError as exc:
             found.append((str(root), f"{root}: cannot be read: {exc.strerror}"))
     return found
+
+
+def _not_agent_log(agent: str, path: Path) -> str | None:
+    """Why another agent's file named is not one of its logs (its reader says), or
+    ``None``."""
+    from cachediag.ingest.agents import is_session, not_a_log, read_logs
+
+    logs = read_logs(agent, path)
+    if any(is_session(log) for log in logs):
+        return None
+    unreadable = next((i for log in logs for i in log.unreadable), None)
+    return f"{path}: {unreadable.reason}" if unreadable else not_a_log(agent, path, logs)
 
 
 def _announce(roots: list[str], agents: frozenset[str] | None) -> Callable[[dict[str, int]], None]:
