@@ -100,6 +100,8 @@ def test_a_block_also_ends_five_hours_after_it_began(tmp_path: Path) -> None:
         "cost_usd": pytest.approx(3.0),
         "ends_at": T0 + 5 * 3600 + BLOCK_S,
     }
+    # The history is this session alone: its cost is that of the whole history.
+    assert got["session_cost_usd"] == got["today_cost_usd"] == pytest.approx(8.0)
 
 
 def test_past_the_deadline_nothing_half_counted_is_shown(tmp_path: Path) -> None:

@@ -112,9 +112,11 @@ def _history_spend(
     if stats.incomplete:
         return None, None
     everything = _once([r for f in rows for r in f])
+    # A history of this session alone (the first run's usual case) is not sorted twice.
+    own = everything if files == mine else _once([r for f in session for r in f])
     today = time.localtime(now)[:3]
     spent = {
-        "session_cost_usd": _total(_once([r for f in session for r in f])),
+        "session_cost_usd": _total(own),
         "today_cost_usd": _total(
             [(at, r) for at, r in everything if time.localtime(at)[:3] == today]
         ),
