@@ -96,6 +96,7 @@ def check_against_json(
     assert models == report["unpriced_models"]
     sources = [s["pricing_source"] for s in answer("price sources")]
     assert ", ".join(sources) == report["pricing_source"]
+    assert [a["agent"] for a in answer("agents")] == report["agents"]
 
 
 @pytest.mark.parametrize("by", BY)
@@ -185,3 +186,30 @@ def test_spark_sql_gives_the_same_totals_and_breakdowns(dataset: Path, tmp_path:
     for by, path in zip(BY, files, strict=True):
         results = iter(answers[str(path)])
         check_against_json(dataset, by, "spark", lambda sql, it=results: next(it))
+
+
+def test_duckdb_sql_by_agent_over_every_agent(tmp_path: Path) -> None:
+    """The printed --by agent query names each row's agent from its format, as the audit
+    of the logs does, over a dataset of all four agents' sessions."""
+    from tests.test_dataset_agreement import every_agent
+
+    duckdb = require_module("duckdb")
+    out = tmp_path / "dataset"
+    export(every_agent(tmp_path), out, "host=h")
+    con = duckdb.connect()
+    con.execute(
+        f"CREATE VIEW requests AS SELECT * FROM read_parquet('{out}/**/*.parquet', "
+        "hive_partitioning = true)"
+    )
+
+    def query(sql: str) -> list[dict[str, Any]]:
+        cur = con.execute(sql)
+        names = [c[0] for c in cur.description]
+        return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+    try:
+        check_against_json(out, "agent", "duckdb", query)
+        agents = [r["agent"] for r in query("SELECT DISTINCT agent FROM requests ORDER BY 1")]
+        assert agents == audit_json(str(out))["agents"] == ["claude", "codex", "gemini", "opencode"]
+    finally:
+        con.close()
