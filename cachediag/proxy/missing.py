@@ -135,9 +135,7 @@ def add_missing(log: SessionLog, found: list[tuple[Path, RequestRecord]]) -> int
         elif _forked_from_session(thread, home):
             sid = free_stream_id(log, "compaction")
             stream = log.stream(sid, StreamKind.COMPACTION, source=str(extra[id(new[0])]))
-            stream.items.extend(
-                dataclasses.replace(r, stream=sid, captured_only=True) for r in new
-            )
+            stream.items.extend(dataclasses.replace(r, stream=sid, captured_only=True) for r in new)
         else:
             continue
         added += len(new)
