@@ -283,7 +283,9 @@ def test_codex_rollout_of_token_counts_only_equals_ccusage(tmp_path: Path) -> No
     assert differences(mine, theirs) == []
 
 
-@pytest.mark.parametrize("extra", [(), ("--agent", "codex"), ("--agent", "claude"), ("--no-index",)])
+@pytest.mark.parametrize(
+    "extra", [(), ("--agent", "codex"), ("--agent", "claude"), ("--no-index",)]
+)
 def test_no_path_reads_every_agents_home(home: Path, extra: tuple[str, ...]) -> None:
     """With no path, each agent's home under ``HOME`` is read: the same report as the
     homes named (``--agent`` keeps one agent's)."""
