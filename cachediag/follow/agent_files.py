@@ -189,9 +189,11 @@ class AgentFiles:
         now = self.follower.clock()
         analysed = [(log, analyze_log(log, now)) for log in logs if is_session(log)]
         # The spacing is the reading's: not what reporting costs (the first price
-        # lookup loads the price tables, once).
+        # lookup loads the price tables, once), nor a first read's (it loads the reader
+        # and the ledger, and meets cold caches: seconds on a loaded machine).
         done = self.monotonic()
-        file.next_read = done + READ_SPACING * (done - began)
+        if file.reads:
+            file.next_read = done + READ_SPACING * (done - began)
         for log, a in analysed:
             self._landed(file, log, a, quiet)
         file.reads += 1
