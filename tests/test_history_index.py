@@ -29,11 +29,13 @@ class Usage(NamedTuple):
     offset: int
 
 
-def parse(path: str, data: bytes, start: int) -> list[Usage]:
-    """A reader of independent JSON lines, as the reports' is: one row per usage line."""
+def parse(path: str, data: bytes | bytearray, start: int, end: int) -> tuple[list[Usage], int]:
+    """A reader of independent JSON lines, as the reports' is: one row per usage line of
+    ``data[:end]``, and how many newlines those lines hold."""
     rows = []
     offset = start
-    for line in data.splitlines(keepends=True):
+    lines = bytes(data[:end])
+    for line in lines.splitlines(keepends=True):
         try:
             obj = json.loads(line)
         except ValueError:
@@ -53,7 +55,7 @@ def parse(path: str, data: bytes, start: int) -> list[Usage]:
                 )
             )
         offset += len(line)
-    return rows
+    return rows, lines.count(b"\n")
 
 
 CODEC = RowCodec("test-usage-1", list, lambda values: Usage(*values))
@@ -63,7 +65,8 @@ def fresh(paths: list[str]) -> list[list[Usage]]:
     out = []
     for path in paths:
         try:
-            out.append(parse(path, Path(path).read_bytes(), 0))
+            data = Path(path).read_bytes()
+            out.append(parse(path, data, 0, len(data))[0])
         except FileNotFoundError:
             out.append([])
     return out

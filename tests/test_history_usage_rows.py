@@ -3,6 +3,7 @@ changed between runs; a row is what ccusage counts from a line."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -10,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from cachediag.history import index, store
+from cachediag.history import usage_rows as rows_module
 from cachediag.history.index import Stats
 from cachediag.history.usage_rows import UsageRow, dedup_key, parse, row_of, usage_rows
 from tests.conftest import ROOT
@@ -78,3 +81,48 @@ def test_with_and_without_the_index_the_rows_are_the_same(tmp_path: Path) -> Non
     os.unlink(paths[1])
     stats = check()
     assert stats.read == 1 and stats.gone == 1
+
+
+def _response(n: int, pad: int = 0) -> bytes:
+    obj = {
+        "type": "assistant",
+        "timestamp": f"2026-01-01T00:00:{n % 60:02d}.000Z",
+        "sessionId": "s",
+        "requestId": f"req_{n}",
+        "pad": "x" * pad,
+        "message": {"id": f"msg_{n}", "usage": {"input_tokens": n, "output_tokens": 1}},
+    }
+    return json.dumps(obj).encode() + b"\n"
+
+
+def test_lines_across_chunks_longer_than_one_or_overlong_give_a_whole_parse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With small chunks: lines cut by chunk ends, a line spanning several chunks (the
+    buffer grows), overlong lines skipped (one ending the file), written in pieces cut
+    anywhere, each read from where the last stopped; the cursor's line count is the
+    file's."""
+    monkeypatch.setattr(index, "CHUNK_BYTES", 4096)
+    monkeypatch.setattr(index, "MAX_LINE_BYTES", 20_000)
+    monkeypatch.setattr(rows_module, "MAX_LINE_BYTES", 20_000)
+    lines = [_response(n, pad) for n, pad in enumerate([0, 900, 3000, 15_000, 0, 50_000, 7, 0])]
+    lines += [_response(n + 8) for n in range(40)] + [_response(99, 30_000)]
+    data = b"".join(lines)
+    path = tmp_path / "s.jsonl"
+    cache = str(tmp_path / "cache")
+
+    def whole(upto: int) -> list[UsageRow]:
+        return [r for x in data[:upto].split(b"\n") if len(x) <= 20_000 for r in parse("x", x, 0)]
+
+    cuts = sorted({0, 1, 4095, 4097, 20_001, 40_000, 70_001, len(data) - 5, len(data)})
+    for at, upto in itertools.pairwise(cuts):
+        with open(path, "ab") as fp:
+            fp.write(data[at:upto])
+        stats = Stats()
+        got = usage_rows([str(path)], root=cache, stats=stats)
+        assert got == [whole(upto)], upto
+        assert stats.read + stats.appended == 1
+        entry = store.load(store.index_path("usage", cache), rows_module.SCHEMA)["files"]
+        cursor = entry[str(path)]["cursor"]
+        assert cursor["lines"] == data[: cursor["offset"]].count(b"\n")
+    assert len(got[0]) == len(lines) - 2  # only the two overlong lines left out

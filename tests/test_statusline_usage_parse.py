@@ -14,7 +14,8 @@ import pytest
 
 from cachediag.history import usage_rows
 from cachediag.history.clock import epoch
-from cachediag.history.usage_rows import UsageRow, overlong, parse, priced, row_of
+from cachediag.history.index import MAX_LINE_BYTES
+from cachediag.history.usage_rows import UsageRow, parse, priced, row_of
 from cachediag.pricing.slots import DayPrices
 from tests.conftest import ROOT
 
@@ -26,7 +27,7 @@ def whole_parse(data: bytes) -> list[UsageRow]:
     rows = []
     days: dict[tuple[str, int], DayPrices] = {}
     for line in data.split(b"\n"):
-        if b'"usage"' not in line or overlong(line):
+        if b'"usage"' not in line or len(line) > MAX_LINE_BYTES:
             continue
         try:
             row = row_of(orjson.loads(line))
@@ -86,6 +87,10 @@ EDGES: list[bytes] = [
     json.dumps(line(message=usage(output_tokens=-1))).encode(),
     json.dumps(line(message=usage(cache_read_input_tokens="6"))).encode(),
     json.dumps(line(message=usage(cache_creation=None))).encode(),
+    json.dumps(line(message=usage(cache_creation={"ephemeral_1h_input_tokens": True}))).encode(),
+    json.dumps(line(message=usage(cache_creation={"ephemeral_1h_input_tokens": 2.5}))).encode(),
+    json.dumps(line(message=usage(cache_creation={"ephemeral_1h_input_tokens": -3}))).encode(),
+    b"  " + json.dumps(line()).encode() + b" \t",  # not {...} to the scanner: still a row
     json.dumps(line(message={"usage": "x"})).encode(),
     json.dumps(line(message="x")).encode(),
     json.dumps(line(type="user", message={"content": [{"usage": {"input_tokens": 1}}]})).encode(),
@@ -105,6 +110,26 @@ def test_edge_lines_give_the_rows_of_a_whole_parse() -> None:
     assert got == whole_parse(data)
     assert len(got) > 10  # the lines above are mostly rows: nothing was dropped wholesale
     assert got[1].session_id == ""
+
+
+@pytest.mark.parametrize("scanner", ["compiled", "python"])
+def test_a_range_of_a_reused_buffer_gives_its_own_rows_and_newlines(
+    scanner: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if scanner == "python":
+        monkeypatch.setattr(usage_rows, "_SCANNER", None)
+    elif usage_rows._SCANNER is None:
+        pytest.skip("the compiled scanner is not built")
+    data = b"\n".join(EDGES) + b"\n"
+    # What the index's buffer may still hold past the range: never read.
+    stale = bytearray(data + json.dumps(line(requestId="req_stale")).encode() + b"\n")
+    rows, newlines = usage_rows.parse_counted("x", stale, 0, len(data))
+    assert rows == whole_parse(data) and newlines == len(EDGES)
+    cut = data.index(b"\n", len(data) // 2) + 1  # a range that starts mid-buffer's history
+    assert usage_rows.parse_counted("x", bytearray(data[cut:]), cut, len(data) - cut) == (
+        whole_parse(data[cut:]),
+        data[cut:].count(b"\n"),
+    )
 
 
 def test_corpus_files_give_the_rows_of_a_whole_parse() -> None:

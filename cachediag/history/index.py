@@ -15,11 +15,14 @@ For each file asked for:
 - replaced, truncated, rewritten or new: the whole file is parsed again;
 - gone: it contributes nothing, and its entry is dropped.
 
-``parse(path, data, start)`` turns complete lines (``data``, which starts at byte
-``start`` of the file) into rows; it must give, for a file cut at line boundaries, the
-rows of the whole file in the same order (a reader of independent JSON lines does), so a
-report gives the same bytes with or without the index. A file that cannot be opened is
-left to the caller (the ``OSError`` is raised), as a read without the index would be.
+``parse(path, data, start, end)`` turns complete lines (``data[:end]``, which starts at
+byte ``start`` of the file) into rows, and says how many newlines they hold (the
+cursor's ``lines``, counted in the parse's own pass); ``data`` is the reader's buffer,
+reused: a row must not keep a view of it. It must give, for a file cut at line
+boundaries, the rows of the whole file in the same order (a reader of independent JSON
+lines does), so a report gives the same bytes with or without the index. A file that
+cannot be opened is left to the caller (the ``OSError`` is raised), as a read without
+the index would be.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ if TYPE_CHECKING:  # typing and dataclasses cost the status line's warm path mil
     from typing import Any
 
     Row = Any
-    Parse = Callable[[str, bytes, int], list[Any]]
+    Parse = Callable[[str, bytearray, int, int], tuple[list[Any], int]]
 
 
 class RowCodec:
@@ -139,11 +142,7 @@ CHUNK_BYTES = 4 << 20
 MAX_LINE_BYTES = 16 << 20
 """A line longer than this is skipped (no usage line is near it: such a line is a tool
 result or a pasted file), so memory stays bounded whatever a file holds. A parser must
-skip such lines too (``overlong``) for a read without the index to give the same rows."""
-
-
-def overlong(line: bytes) -> bool:
-    return len(line) > MAX_LINE_BYTES
+skip such lines too for a read without the index to give the same rows."""
 
 
 def _refresh(
@@ -174,39 +173,48 @@ def _refresh(
         else:
             start, lines, rows = 0, 0, []
             stats.read += 1
-        done, pos, buf, skipping = start, start, b"", False
+        done, pos, held, skipping = start, start, 0, False
+        # One buffer for the whole read, bytes read straight into it after the unfinished
+        # line carried over (``buf[:held]``, from byte ``done``): no chunk is copied, and
+        # the parse is handed the buffer and where its complete lines end.
+        buf = bytearray(CHUNK_BYTES)
         encode = codec.encode
-        while True:
-            if deadline is not None and time.monotonic() > deadline:
-                stats.incomplete = True
-                break
-            chunk = os.pread(fd, CHUNK_BYTES, pos)
-            if not chunk:
-                break
-            pos += len(chunk)
-            stats.parsed_bytes += len(chunk)
-            if skipping:  # inside an overlong line: nothing kept until its end
-                cut = chunk.find(b"\n")
-                if cut < 0:
-                    continue
-                skipping, lines, done, chunk = (
-                    False,
-                    lines + 1,
-                    pos - len(chunk) + cut + 1,
-                    chunk[cut + 1 :],
-                )
-            buf += chunk
-            end = buf.rfind(b"\n") + 1
-            if end:
-                rows.extend(encode(r) for r in parse(path, buf[:end], done))
-                lines += buf.count(b"\n", 0, end)
-                done += end
-                buf = buf[end:]
-            if len(buf) > MAX_LINE_BYTES:
-                skipping, buf = True, b""
+        with open(fd, "rb", buffering=0, closefd=False) as reader:
+            reader.seek(start)
+            while True:
+                if deadline is not None and time.monotonic() > deadline:
+                    stats.incomplete = True
+                    break
+                if len(buf) < held + CHUNK_BYTES:  # a line longer than a chunk, carried
+                    buf.extend(bytes(held + CHUNK_BYTES - len(buf)))
+                with memoryview(buf) as view, view[held : held + CHUNK_BYTES] as room:
+                    got = reader.readinto(room)
+                if not got:
+                    break
+                pos += got
+                stats.parsed_bytes += got
+                filled = held + got
+                if skipping:  # inside an overlong line: nothing kept until its end
+                    cut = buf.find(b"\n", 0, filled)
+                    if cut < 0:
+                        continue
+                    skipping, lines, done = False, lines + 1, pos - got + cut + 1
+                    filled -= cut + 1
+                    buf[:filled] = buf[cut + 1 : cut + 1 + filled]
+                end = buf.rfind(b"\n", 0, filled) + 1
+                held = filled
+                if end:
+                    found, count = parse(path, buf, done, end)
+                    rows.extend(encode(r) for r in found)
+                    lines += count
+                    done += end
+                    held = filled - end
+                    buf[:held] = buf[end:filled]  # the unfinished line to the front
+                if held > MAX_LINE_BYTES:
+                    skipping, held = True, 0
         tail = []
-        if not stats.incomplete and not skipping and buf.strip():
-            tail = [encode(r) for r in parse(path, buf, done)]
+        if not stats.incomplete and not skipping and buf[:held].strip():
+            tail = [encode(r) for r in parse(path, buf, done, held)[0]]
         read = (done if stats.incomplete else pos) - start
         return {
             "cursor": cursor(fd, st, start, read, done - start, lines),

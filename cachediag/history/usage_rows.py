@@ -18,9 +18,10 @@ import math
 from collections import namedtuple
 
 from cachediag.history.clock import epoch
-from cachediag.history.index import RowCodec, Stats, overlong, rows_by_file
+from cachediag.history.index import MAX_LINE_BYTES, RowCodec, Stats, rows_by_file
 from cachediag.ingest.native import PICKER as _pick
-from cachediag.ingest.needles import wanted_lines
+from cachediag.ingest.native import SCANNER
+from cachediag.ingest.needles import py_wanted_lines
 from cachediag.safefiles import open_regular
 
 TYPE_CHECKING = False
@@ -131,29 +132,60 @@ def _one_hour(usage: dict[str, Any]) -> int:
     return (_tokens(split.get("ephemeral_1h_input_tokens")) or 0) if isinstance(split, dict) else 0
 
 
-def parse(path: str, data: bytes, start: int) -> list[UsageRow]:
-    """The rows of complete lines ``data`` (from byte ``start`` of ``path``).
+def parse(path: str, data: bytes | bytearray, start: int, end: int | None = None) -> list[UsageRow]:
+    """The rows of complete lines ``data[:end]`` (all of ``data`` by default), the first
+    at byte ``start`` of ``path``.
 
     Only the lines holding ``"usage"`` are looked at (found by the ingest scanner, not
     a split into every line), and each through the line picker of the transcript reader
     rather than a whole parse; a line the picker leaves, or one whose row it cannot
     tell alone, is parsed whole, so the rows are those of ``row_of(loads(line))``."""
+    return parse_counted(path, data, start, len(data) if end is None else end)[0]
+
+
+def parse_counted(
+    path: str, data: bytes | bytearray, start: int, end: int
+) -> tuple[list[UsageRow], int]:
+    """``parse``'s rows of ``data[:end]`` and how many newlines that range holds, both
+    from one pass of the scanner: the index's reader hands its own reused buffer and
+    counts lines without a pass of its own."""
     rows = []
     days: dict[tuple[str, int], DayPrices] = {}  # prices looked up once per model and day
-    end = len(data)
-    for first in wanted_lines(data, end, _NEEDLES):
-        stop = data.find(b"\n", first)
-        line = data[first : end if stop < 0 else stop]
-        if overlong(line):
-            continue  # the index's rule
-        row = _picked_row(line)
-        if row is _WHOLE:
-            row = _parsed_row(line)
-        if row is not None:
-            rows.append(
-                row if row.cost_usd is not None else UsageRow._make((*row[:11], priced(row, days)))
-            )
-    return rows
+    spans, newlines = _usage_lines(data, end)
+    with memoryview(data) as view:  # each line copied alone: the picker takes bytes only
+        for first, stop in spans:
+            if stop - first > MAX_LINE_BYTES:
+                continue  # the index's rule
+            line = bytes(view[first:stop])
+            row = _picked_row(line, days)
+            if row is _WHOLE:
+                row = _parsed_row(line)
+                if row is not None and row.cost_usd is None:
+                    row = UsageRow._make((*row[:11], priced(row, days)))
+            if row is not None:
+                rows.append(row)
+    return rows, newlines
+
+
+def _usage_lines(data: bytes | bytearray, end: int) -> tuple[list[tuple[int, int]], int]:
+    """Where each line of ``data[:end]`` holding ``"usage"`` starts and stops (its
+    newline left out), and how many newlines the range holds."""
+    if _SCANNER is None:
+        stops = [(a, data.find(b"\n", a, end)) for a in py_wanted_lines(data, end, _NEEDLES)]
+        return [(a, end if b < 0 else b) for a, b in stops], data.count(b"\n", 0, end)
+    taken, newlines = _SCANNER(data, 0, end, _NEEDLES)
+    spans = []
+    for _, first, stop in taken:
+        if data[stop - 1] == _NL:
+            stop -= 1
+        # The scanner also gives lines that are not ``{...}`` (for the transcript
+        # reader's bad-line count): one of those is kept only if it holds the needle.
+        if (data[first] != _OPEN or data[stop - 1] != _CLOSE) and data.find(
+            _NEEDLES[0], first, stop
+        ) < 0:
+            continue
+        spans.append((first, stop))
+    return spans, newlines
 
 
 _HOURS: dict[str, float | None] = {}
@@ -188,15 +220,18 @@ def epoch_of(stamp: str) -> float | None:
 
 
 _NEEDLES = (b'"usage"',)
+_SCANNER = None if SCANNER is None else SCANNER[0]
+_NL, _OPEN, _CLOSE = 10, 123, 125  # b"\n", b"{", b"}"
 _WHOLE: Any = object()
 """``_picked_row``'s answer for a line that must be parsed whole."""
 
 
-def _picked_row(line: bytes) -> Any:
-    """``row_of`` of the line from the picker's fields, ``None`` when it is no usage line,
-    or ``_WHOLE`` when the picker cannot tell: it declined the line, the line has a
-    ``costUSD`` (not a picked field; a key written with an escape makes it decline), or
-    a ``sessionId`` the picker gives as ``None`` (an empty one is kept as ``""``)."""
+def _picked_row(line: bytes, days: dict[tuple[str, int], DayPrices]) -> Any:
+    """``row_of`` of the line from the picker's fields, priced, ``None`` when it is no
+    usage line, or ``_WHOLE`` when the picker cannot tell: it declined the line, the line
+    has a ``costUSD`` (not a picked field; a key written with an escape makes it
+    decline), or a ``sessionId`` the picker gives as ``None`` (an empty one is kept as
+    ``""``)."""
     fields = _pick(line) if _pick is not None else None
     if fields is None or b'"costUSD"' in line:
         return _WHOLE
@@ -216,11 +251,16 @@ def _picked_row(line: bytes) -> Any:
         read = _tokens(read) or 0
     if not (type(written) is int and written >= 0):
         written = _tokens(written) or 0
-    hour = (_tokens(split[1]) or 0) if split is not None else 0
+    hour = 0
+    if split is not None:
+        hour = split[1] if type(split[1]) is int and split[1] >= 0 else (_tokens(split[1]) or 0)
+    model = message[0]
+    # The row is built once, with its price: not built, then rebuilt priced.
+    cost = _priced(timestamp, model, given, made, written, read, hour, days)
     return UsageRow(
         timestamp,
         session,
-        message[0],
+        model,
         message[1],
         fields[7],
         given,
@@ -229,6 +269,7 @@ def _picked_row(line: bytes) -> Any:
         read,
         None,
         hour,
+        cost,
     )
 
 
@@ -252,27 +293,49 @@ def _day_prices(model: str, day: int) -> DayPrices:
 
 def priced(row: UsageRow, days: dict[tuple[str, int], DayPrices]) -> float | None:
     """``row``'s tokens at its model's prices at its time (1-hour writes at their rate)."""
-    tokens = row.input_tokens + row.cache_creation_tokens + row.cache_read_tokens
-    if not tokens and not row.output_tokens:
+    return _priced(
+        row.timestamp,
+        row.model,
+        row.input_tokens,
+        row.output_tokens,
+        row.cache_creation_tokens,
+        row.cache_read_tokens,
+        row.cache_creation_1h_tokens,
+        days,
+    )
+
+
+def _priced(
+    timestamp: str,
+    model: str | None,
+    given: int,
+    made: int,
+    written: int,
+    read: int,
+    hour: int,
+    days: dict[tuple[str, int], DayPrices],
+) -> float | None:
+    tokens = given + written + read
+    if not tokens and not made:
         return 0.0  # Claude Code's own "<synthetic>" messages: nothing was billed
-    at = epoch_of(row.timestamp)
-    if row.model is None or at is None:
+    at = epoch_of(timestamp)
+    if model is None or at is None:
         return None
     day = int(at // 86400)
-    found = days.get((row.model, day))
+    found = days.get((model, day))
     if found is None:
-        found = days[(row.model, day)] = _day_prices(row.model, day)
+        found = days[(model, day)] = _day_prices(model, day)
     prices = found.at(at - day * 86400)
     if prices is None:
         return None
     p = prices.tier_for(tokens)
-    hour = min(row.cache_creation_1h_tokens, row.cache_creation_tokens)
+    hour = min(hour, written)
     return 1e-6 * (
-        row.input_tokens * p.input_mtok
-        + (row.cache_creation_tokens - hour) * p.cache_write_5m_mtok
+        given * p.input_mtok
+        + (written - hour) * p.cache_write_5m_mtok
         + hour * p.cache_write_1h_mtok
-        + row.cache_read_tokens * p.cache_read_mtok
-        + row.output_tokens * p.output_mtok
+        + read * p.cache_read_mtok
+        + made * p.output_mtok
     )
 
 
@@ -289,7 +352,7 @@ def usage_rows(
     ``kind`` names the index (the whole history's by default)."""
     if index:
         return rows_by_file(
-            paths, parse, CODEC, kind=kind, root=root, stats=stats, deadline=deadline
+            paths, parse_counted, CODEC, kind=kind, root=root, stats=stats, deadline=deadline
         )
     out: list[list[UsageRow]] = []
     for path in paths:
