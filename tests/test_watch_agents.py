@@ -271,3 +271,30 @@ def test_once_a_named_file_that_is_not_the_agents_log_is_an_error(tmp_path: Path
     # The rest is still reported.
     events = [json.loads(line) for line in result.stdout.splitlines()]
     assert [e["event"] for e in events].count("request") == 3
+
+
+@pytest.mark.parametrize(("written_s_ago", "reads"), [(0.0, 3), (5.0, 1)])
+def test_the_same_look_soon_after_a_write_is_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, written_s_ago: float, reads: int
+) -> None:
+    """A write-ahead log written over in place keeps its size, and its times tick
+    coarsely: looked at just after a write, an unchanged look proves nothing."""
+    import time
+
+    import cachediag.follow.agent_files as agent_files
+    import cachediag.ingest.agents as agents
+
+    path, lines = rollout_copy(tmp_path)
+    path.write_bytes(b"".join(lines))
+    mtime_ns = int((time.time() - written_s_ago) * 1e9)
+    monkeypatch.setattr(agent_files, "signature", lambda p: ((1, 2, mtime_ns, mtime_ns),))
+    real, done = agents.read_logs, []
+
+    def read_logs(agent: str, p: Path) -> Any:
+        done.append(p)
+        return real(agent, p)
+
+    monkeypatch.setattr(agents, "read_logs", read_logs)
+    recorder = Recorder(tmp_path)
+    follow(recorder, [lambda: [path], lambda: [path]])
+    assert len(done) == reads  # the start's read, then each change's unless settled

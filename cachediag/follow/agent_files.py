@@ -44,6 +44,11 @@ if TYPE_CHECKING:
 READ_SPACING = 9.0
 """Reads of one file take at most a tenth of the time (one part reading, nine waiting)."""
 
+SETTLED_S = 0.1
+"""A file's times tick coarsely (the kernel's clock, milliseconds): one looked at within
+this long of its last write may change again with the same size and times (a database's
+write-ahead log is written over in place), so the same look does not prove it unchanged."""
+
 Signature = tuple[tuple[int, int, int, int], ...]
 
 
@@ -94,6 +99,8 @@ class AgentFile:
     since: float | None = None
     """Not read at the start: what it held before this moment is not new."""
     seen: Signature | None = None
+    settled: bool = False
+    """``seen`` was taken well after the file's last write: the same look is no change."""
     sessions: set[str] = field(default_factory=set)
     """The keys of its sessions (``SessionRef.key``)."""
     found: tuple[float, Signature | None] | None = None
@@ -173,12 +180,14 @@ class AgentFiles:
         from cachediag.ingest.agents import is_session, read_logs
 
         file.pending = False
+        looked_at = time.time()
         sig = signature(file.path)
         if sig is None:
             self._removed(file)
             return
-        if sig == file.seen:
+        if sig == file.seen and file.settled:
             return
+        file.settled = looked_at - max(entry[2] for entry in sig) / 1e9 > SETTLED_S
         began = self.monotonic()
         try:
             logs = read_logs(file.agent, Path(file.path))
