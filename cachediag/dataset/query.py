@@ -146,9 +146,9 @@ def _session_whatif(row: Sequence[Any], t: Totals) -> WhatIf:
     return WhatIf(results)
 
 
-_SUMS_AT = len(SESSION_KEYS) + 3
-"""Where a session row's sums begin: after its keys, first and last instants and
-skipped lines (``sql.sessions_sql``)."""
+_SUMS_AT = len(SESSION_KEYS) + 4
+"""Where a session row's sums begin: after its keys, format, first and last instants
+and skipped lines (``sql.sessions_sql``)."""
 
 
 def _session_line(row: Sequence[Any]) -> SessionLine:

@@ -32,8 +32,10 @@ WHATIF = (
     "whatif_keep_alive_requests",
 )
 """The per-request what-if columns, summed per session as they are stored."""
-SESSION_KEYS = ("session_id", "project", "source", "source_format")
-"""What tells a session's parts from another's; its format names its agent."""
+SESSION_KEYS = ("session_id", "project", "source")
+FORMAT = "source_format"
+"""A session's format, which names its agent: one per session (a file is of one
+format), so kept beside the keys as an aggregate, not hashed as one more key."""
 FILE = "filename"
 """The file a row was read from (DuckDB's ``read_parquet(..., filename = true)``)."""
 _DOLLARS = frozenset(n for n in (*TOTALS, *WHATIF) if n.endswith("_usd"))
@@ -107,6 +109,7 @@ def parts_sql(by: GroupBy, w: Window, d: Dialect, *, by_file: bool = False) -> l
     cols = [
         *keys,
         f"{key} AS {q('key')}",
+        f"MIN({q(FORMAT)}) AS {q(FORMAT)}",
         f"MIN({q('at_s')}) AS {q('first_at')}",
         f"MAX({q('at_s')}) AS {q('last_at')}",
         f"MAX({q('session_skipped_lines')}) AS {q('skipped_lines')}",
@@ -236,11 +239,12 @@ def top_misses_sql(
     )
 
 
-def _sessions(d: Dialect, sums: list[str]) -> str:
+def _sessions(d: Dialect, sums: list[str], *, formats: bool = True) -> str:
     q = quoter(d)
     keys = [q(k) for k in SESSION_KEYS]
     cols = [
         *keys,
+        *([f"MIN({q(FORMAT)}) AS {q(FORMAT)}"] if formats else []),
         f"MIN({q('first_at')}) AS {q('first_at')}",
         f"MAX({q('last_at')}) AS {q('last_at')}",
         f"MAX({q('skipped_lines')}) AS {q('skipped_lines')}",
@@ -263,7 +267,7 @@ def session_count_sql(d: Dialect) -> str:
         f"SELECT COUNT(*) AS {q('sessions')}, MIN({q('first_at')}) AS {q('first_at')}, "
         f"MAX({q('last_at')}) AS {q('last_at')},\n"
         f"  COALESCE(SUM({q('skipped_lines')}), 0) AS {q('skipped_lines')}\n"
-        f"FROM (\n{_sessions(d, [])}\n) AS s"
+        f"FROM (\n{_sessions(d, [], formats=False)}\n) AS s"
     )
 
 
