@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
-import threading
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
@@ -36,49 +34,36 @@ from typing import Any
 
 from aiohttp import web
 
-MIN_CACHED = 1024
-STEP = 128
-MISS_MIN_TOKENS = 2000
-MISS_READ_SHARE = 0.95
+from tests.real_agents.support import (
+    Entry,
+    FakeApi,
+    Unit,
+    canonical,
+    changes,
+    common_tokens,
+    digest,
+    judged,
+    owns,
+    stepped,
+    tokens_of,
+)
+
 REASONING_TOKENS = 7  # each answer reports this many reasoning tokens (priced at output)
-
-
-def canonical(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def tokens_of(obj: Any) -> int:
-    return max(1, math.ceil(len(canonical(obj).encode()) / 4))
-
-
-def cached_for(common: int) -> int:
-    """What a shared prefix of ``common`` tokens reads: 0 below 1,024, else 128-token steps."""
-    if common < MIN_CACHED:
-        return 0
-    return MIN_CACHED + (common - MIN_CACHED) // STEP * STEP
-
-
-@dataclass
-class Unit:
-    kind: str  # instructions, tool, input
-    digest: str  # chained: this unit and every unit before it, and the model
-    tokens: int
-    own: str  # this unit's hash alone
 
 
 def units_of(body: dict[str, Any]) -> list[Unit]:
     out: list[Unit] = []
     # One cache per model and reasoning effort (OpenAI's own diagnostics name
     # reasoning_effort_changed as a miss reason, so effort is part of the key).
-    reasoning = body.get("reasoning") if isinstance(body.get("reasoning"), dict) else {}
+    reasoning = body.get("reasoning")
+    if not isinstance(reasoning, dict):
+        reasoning = {}
     chain = hashlib.sha256(canonical([body.get("model"), reasoning.get("effort")]).encode())
 
     def add(kind: str, obj: Any) -> None:
         text = canonical(obj)
         chain.update(text.encode())
-        out.append(
-            Unit(kind, chain.hexdigest(), tokens_of(obj), hashlib.sha256(text.encode()).hexdigest())
-        )
+        out.append(Unit(kind, chain.hexdigest(), tokens_of(obj), digest(text)))
 
     if body.get("instructions"):
         add("instructions", body["instructions"])
@@ -94,12 +79,6 @@ def units_of(body: dict[str, Any]) -> list[Unit]:
         leading = leading and role == "developer"
         add("instructions" if leading else "input", item)
     return out
-
-
-@dataclass
-class Entry:
-    units: list[Unit]
-    expires: float
 
 
 @dataclass
@@ -153,23 +132,14 @@ def wants_shell(body: dict[str, Any]) -> bool:
     return last.get("role") == "user" and SHELL_MARKER in canonical(last.get("content"))
 
 
-def _part(units: list[Unit], kind: str) -> list[str]:
-    return [u.own for u in units if u.kind == kind]
-
-
-class FakeOpenAI:
+class FakeOpenAI(FakeApi[Truth]):
     """The fake's state: the cache, clock, ground truth; ``app()`` serves it."""
 
     def __init__(self, retention: float = 300.0, dump_dir: Path | None = None) -> None:
-        self.retention = retention
+        super().__init__(retention, dump_dir)
         self.entries: dict[str | None, list[Entry]] = {}
         self.last: dict[str | None, tuple[dict[str, Any], list[Unit], float]] = {}
-        self.truth: list[Truth] = []
         self.compacted: set[str | None] = set()  # keys whose next main request follows one
-        self.other: list[dict[str, Any]] = []
-        self.auth: set[str] = set()
-        self.dump_dir = dump_dir
-        self.lock = threading.Lock()
 
     # -- the cache ---------------------------------------------------------------
     def lookup(self, key: str | None, units: list[Unit], now: float) -> int:
@@ -180,13 +150,9 @@ class FakeOpenAI:
             if entry.expires <= now:
                 continue
             live.append(entry)
-            common = 0
-            for a, b in zip(entry.units, units, strict=False):
-                if a.digest != b.digest:
-                    break
-                common += a.tokens
-            if cached_for(common) > best:
-                best, found = cached_for(common), entry
+            common = stepped(common_tokens(entry.units, units))
+            if common > best:
+                best, found = common, entry
         if found is not None:
             found.expires = now + self.retention
         live.append(Entry(units, now + self.retention))
@@ -201,27 +167,16 @@ class FakeOpenAI:
         if prev is None:
             return "cold", []
         pbody, punits, pat = prev
-        # The documented miss rule (prompt-cache.md §2) on what the previous request
-        # could lend: its whole prompt, in the cache's steps.
-        lend = cached_for(min(sum(u.tokens for u in punits), sum(u.tokens for u in units)))
-        if lend == 0:
-            return "cold", []  # the previous request left nothing readable
-        if not (lend - cached >= MISS_MIN_TOKENS and cached < MISS_READ_SHARE * lend):
-            return "hit", []
-        changed = []
-        if pbody.get("model") != body.get("model"):
-            changed.append("model")
-        if effort_of(pbody) != effort_of(body):
-            changed.append("effort")
-        if _part(punits, "instructions") != _part(units, "instructions"):
-            changed.append("instructions")
-        if _part(punits, "tool") != _part(units, "tool"):
-            changed.append("tools")
-        if not changed and now - pat > self.retention:
-            changed.append("expired")
-        if not changed:
-            changed.append("input")
-        return "miss", changed
+        outcome = judged(punits, units, cached)
+        if outcome != "miss":
+            return outcome, []
+        differs = {
+            "model": pbody.get("model") != body.get("model"),
+            "effort": effort_of(pbody) != effort_of(body),
+            "instructions": owns(punits, "instructions") != owns(units, "instructions"),
+            "tools": owns(punits, "tool") != owns(units, "tool"),
+        }
+        return "miss", changes(differs, expired=now - pat > self.retention)
 
     # -- answers -----------------------------------------------------------------
     @staticmethod
@@ -238,6 +193,7 @@ class FakeOpenAI:
             units = units_of(body)
             total = sum(u.tokens for u in units)
             cached = self.lookup(key, units, now)
+            changed: list[str]
             if is_compaction(body):
                 # Sent without tools: its own stream, judged against nothing.
                 outcome, changed = "compaction", []
@@ -259,10 +215,7 @@ class FakeOpenAI:
                 tools=len(body.get("tools") or []), effort=effort_of(body),
                 outcome=outcome, changed=changed,
             ))  # fmt: skip
-            if self.dump_dir is not None:
-                self.dump_dir.mkdir(parents=True, exist_ok=True)
-                name = f"{len(self.truth) - 1:03d}.json"
-                (self.dump_dir / name).write_text(json.dumps(body, indent=1))
+            self.dump(f"{len(self.truth) - 1:03d}.json", body)
         usage = {
             "input_tokens": total,
             "input_tokens_details": {"cached_tokens": cached},
@@ -275,8 +228,9 @@ class FakeOpenAI:
             "status": "completed",
             "content": [{"type": "output_text", "text": text, "annotations": []}],
         }  # fmt: skip
-        base = {"id": rid, "object": "response", "created_at": int(now),
-                "model": body.get("model"), "status": "in_progress", "output": []}  # fmt: skip
+        base: dict[str, Any] = {"id": rid, "object": "response", "created_at": int(now),
+                                "model": body.get("model"), "status": "in_progress",
+                                "output": []}  # fmt: skip
         done = {**base, "status": "completed", "output": [item], "usage": usage}
         if wants_shell(body):
             call = {
@@ -307,22 +261,17 @@ class FakeOpenAI:
         ]  # fmt: skip
 
     # -- the server --------------------------------------------------------------
-    def app(self) -> web.Application:
-        app = web.Application(client_max_size=64 * 2**20)
-        app.router.add_route("*", "/{tail:.*}", self.handle)
-        return app
-
     async def handle(self, request: web.Request) -> web.StreamResponse:
         auth = request.headers.get("Authorization", "")
         if auth:
-            self.auth.add(auth.removeprefix("Bearer "))
+            self.keys.add(auth.removeprefix("Bearer "))
         path = request.path
         if request.method != "POST" or not path.rstrip("/").endswith("/responses"):
             self.other.append({"method": request.method, "path": path})
             return web.json_response({"error": {"message": "not here"}}, status=404)
         raw = await request.read()
         if request.headers.get("Content-Encoding") == "zstd":
-            import zstandard  # only if Codex compresses (it does for ChatGPT sign-in only)
+            import zstandard  # type: ignore[import-not-found]  # only if Codex compresses (it does for ChatGPT sign-in only)
 
             raw = zstandard.ZstdDecompressor().decompress(raw, max_output_size=64 * 2**20)
         body = json.loads(raw)

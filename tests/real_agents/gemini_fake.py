@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
-import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -35,31 +33,26 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.real_agents.support import (
+    Entry,
+    FakeApi,
+    Unit,
+    canonical,
+    common_tokens,
+    digest,
+    owns,
+    tokens_of,
+)
+
 THOUGHTS = 5  # every answer reports this many thinking tokens (priced at output)
 TOOL_MARKER = "[[list]]"
 """A prompt with this marker is answered first with a ``list_directory`` call, so one turn
 makes two main-stream requests in one process."""
 
 
-def canonical(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def tokens_of(obj: Any) -> int:
-    return max(1, math.ceil(len(canonical(obj).encode()) / 4))
-
-
 def minimum_for(model: str) -> int:
     """Gemini's documented minimum prompt for implicit caching."""
     return 4096 if "pro" in model else 1024
-
-
-@dataclass
-class Unit:
-    kind: str  # system, tool, part
-    digest: str  # chained over the model and every unit up to this one
-    tokens: int
-    own: str
 
 
 def units_of(model: str, body: dict[str, Any]) -> list[Unit]:
@@ -69,9 +62,7 @@ def units_of(model: str, body: dict[str, Any]) -> list[Unit]:
     def add(kind: str, obj: Any) -> None:
         text = canonical(obj)
         chain.update(text.encode())
-        out.append(
-            Unit(kind, chain.hexdigest(), tokens_of(obj), hashlib.sha256(text.encode()).hexdigest())
-        )
+        out.append(Unit(kind, chain.hexdigest(), tokens_of(obj), digest(text)))
 
     system = body.get("systemInstruction")
     if system:
@@ -85,21 +76,6 @@ def units_of(model: str, body: dict[str, Any]) -> list[Unit]:
         for part in content.get("parts") or [] if isinstance(content, dict) else []:
             add("part", [content.get("role"), part])
     return out
-
-
-def common_tokens(a: list[Unit], b: list[Unit]) -> int:
-    common = 0
-    for x, y in zip(a, b, strict=False):
-        if x.digest != y.digest:
-            break
-        common += x.tokens
-    return common
-
-
-@dataclass
-class Entry:
-    units: list[Unit]
-    expires: float
 
 
 @dataclass
@@ -121,10 +97,6 @@ class Truth:
         return asdict(self)
 
 
-def _kinds(units: list[Unit], kind: str) -> list[str]:
-    return [u.own for u in units if u.kind == kind]
-
-
 def wants_tool(body: dict[str, Any]) -> bool:
     contents = body.get("contents") or []
     last = contents[-1] if contents else {}
@@ -141,16 +113,11 @@ def last_user_text(body: dict[str, Any]) -> str:
     return ""
 
 
-class FakeGemini:
+class FakeGemini(FakeApi[Truth]):
     def __init__(self, retention: float = 300.0, dump_dir: Path | None = None) -> None:
-        self.retention = retention
+        super().__init__(retention, dump_dir)
         self.entries: list[Entry] = []
         self.last: tuple[dict[str, Any], str, list[Unit], float] | None = None
-        self.truth: list[Truth] = []
-        self.other: list[dict[str, Any]] = []
-        self.keys: set[str] = set()
-        self.dump_dir = dump_dir
-        self.lock = threading.Lock()
 
     def lookup(self, units: list[Unit], model: str, now: float) -> int:
         self.entries = [e for e in self.entries if e.expires > now]
@@ -181,11 +148,11 @@ class FakeGemini:
         changed = []
         if pmodel != model:
             changed.append("model")
-        if _kinds(punits, "system") != _kinds(units, "system"):
+        if owns(punits, "system") != owns(units, "system"):
             changed.append("system")
-        if _kinds(punits, "tool") != _kinds(units, "tool"):
+        if owns(punits, "tool") != owns(units, "tool"):
             changed.append("tools")
-        ours, theirs = _kinds(units, "part"), _kinds(punits, "part")
+        ours, theirs = owns(units, "part"), owns(punits, "part")
         if ours[: len(theirs)] != theirs:
             changed.append("contents")
         if now - pat > self.retention:
@@ -227,14 +194,10 @@ class FakeGemini:
             self.truth.append(Truth(
                 n=len(self.truth), kind=kind, model=model, at=now, response_id=rid,
                 prompt_tokens=total, cached_tokens=cached, output_tokens=out_tokens,
-                thoughts_tokens=THOUGHTS, tools=len(_kinds(units, "tool")), outcome=outcome,
+                thoughts_tokens=THOUGHTS, tools=len(owns(units, "tool")), outcome=outcome,
                 changed=changed,
             ))  # fmt: skip
-            if self.dump_dir is not None:
-                self.dump_dir.mkdir(parents=True, exist_ok=True)
-                (self.dump_dir / f"{len(self.truth) - 1:03d}-{kind}.json").write_text(
-                    json.dumps(body, indent=1)
-                )
+            self.dump(f"{len(self.truth) - 1:03d}-{kind}.json", body)
         usage: dict[str, Any] = {
             "promptTokenCount": total,
             "candidatesTokenCount": out_tokens,
@@ -254,11 +217,6 @@ class FakeGemini:
             "responseId": rid,
         }  # fmt: skip
         return text, response
-
-    def app(self) -> web.Application:
-        app = web.Application(client_max_size=64 * 2**20)
-        app.router.add_route("*", "/{tail:.*}", self.handle)
-        return app
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         key = request.headers.get("x-goog-api-key") or request.query.get("key")

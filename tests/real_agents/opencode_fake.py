@@ -31,8 +31,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
-import threading
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
@@ -41,29 +39,26 @@ from typing import Any
 
 from aiohttp import web
 
-MIN_CACHED = 1024
-STEP = 128
-MISS_MIN_TOKENS = 2000
-MISS_READ_SHARE = 0.95
+from tests.real_agents import support
+from tests.real_agents.support import (
+    MIN_CACHED,
+    Entry,
+    FakeApi,
+    canonical,
+    changes,
+    common_tokens,
+    digest,
+    judged,
+    owns,
+    stepped,
+    tokens_of,
+)
+
 REASONING_TOKENS = 5  # each chat-completions answer reports these (priced at output)
 TITLE_MARKER = "title generator"
 TOOL_MARKER = "USE_TOOL:"
 TASK_MARKER = "USE_TASK"
 COMPACTION_MARKER = "context summarization agent"
-
-
-def canonical(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def tokens_of(obj: Any) -> int:
-    return max(1, math.ceil(len(canonical(obj).encode()) / 4))
-
-
-def stepped(common: int) -> int:
-    if common < MIN_CACHED:
-        return 0
-    return MIN_CACHED + (common - MIN_CACHED) // STEP * STEP
 
 
 def _strip_cache_control(obj: Any) -> Any:
@@ -84,12 +79,9 @@ def _has_breakpoint(obj: Any) -> bool:
 
 
 @dataclass
-class Unit:
-    kind: str  # tool, system, message
-    digest: str
-    tokens: int
-    own: str
+class Unit(support.Unit):
     breakpoint: bool = False
+    """A ``cache_control`` in it: Anthropic writes an entry for the prefix ending here."""
 
 
 def units_of(wire: str, body: dict[str, Any]) -> list[Unit]:
@@ -99,7 +91,7 @@ def units_of(wire: str, body: dict[str, Any]) -> list[Unit]:
     def add(kind: str, obj: Any) -> None:
         text = canonical(_strip_cache_control(obj))
         chain.update(text.encode())
-        own = hashlib.sha256(text.encode()).hexdigest()
+        own = digest(text)
         out.append(Unit(kind, chain.hexdigest(), tokens_of(obj), own, _has_breakpoint(obj)))
 
     messages = list(body.get("messages") or [])
@@ -139,12 +131,6 @@ def is_compaction(body: dict[str, Any]) -> bool:
 
 
 @dataclass
-class Entry:
-    units: list[Unit]
-    expires: float
-
-
-@dataclass
 class Truth:
     n: int
     wire: str  # openai / anthropic
@@ -171,22 +157,13 @@ class Truth:
         return asdict(self)
 
 
-def _part(units: list[Unit], kind: str) -> list[str]:
-    return [u.own for u in units if u.kind == kind]
-
-
-class FakeProvider:
+class FakeProvider(FakeApi[Truth]):
     """The cache, the clock and the ground truth; ``app()`` serves both wires."""
 
     def __init__(self, retention: float = 300.0, dump_dir: Path | None = None) -> None:
-        self.retention = retention
+        super().__init__(retention, dump_dir)
         self.entries: list[Entry] = []
         self.last: tuple[dict[str, Any], list[Unit], float] | None = None
-        self.truth: list[Truth] = []
-        self.other: list[dict[str, Any]] = []
-        self.auth: set[str] = set()
-        self.dump_dir = dump_dir
-        self.lock = threading.Lock()
 
     # -- the cache ---------------------------------------------------------------
     def _longest(self, units: list[Unit], now: float, anthropic: bool) -> tuple[int, Entry | None]:
@@ -203,12 +180,7 @@ class FakeProvider:
                 common = sum(u.tokens for u in entry.units)
                 common = common if common >= MIN_CACHED else 0
             else:
-                common = 0
-                for a, b in zip(entry.units, units, strict=False):
-                    if a.digest != b.digest:
-                        break
-                    common += a.tokens
-                common = stepped(common)
+                common = stepped(common_tokens(entry.units, units))
             if common > best:
                 best, found = common, entry
         return best, found
@@ -243,23 +215,15 @@ class FakeProvider:
         if self.last is None:
             return "cold", []
         pbody, punits, pat = self.last
-        lend = stepped(min(sum(u.tokens for u in punits), sum(u.tokens for u in units)))
-        if lend == 0:
-            return "cold", []
-        if not (lend - read >= MISS_MIN_TOKENS and read < MISS_READ_SHARE * lend):
-            return "hit", []
-        changed: list[str] = []
-        if pbody.get("model") != body.get("model"):
-            changed.append("model")
-        if _part(punits, "system") != _part(units, "system"):
-            changed.append("system")
-        if _part(punits, "tool") != _part(units, "tool"):
-            changed.append("tools")
-        if not changed and now - pat > self.retention:
-            changed.append("expired")
-        if not changed:
-            changed.append("input")
-        return "miss", changed
+        outcome = judged(punits, units, read)
+        if outcome != "miss":
+            return outcome, []
+        differs = {
+            "model": pbody.get("model") != body.get("model"),
+            "system": owns(punits, "system") != owns(units, "system"),
+            "tools": owns(punits, "tool") != owns(units, "tool"),
+        }
+        return "miss", changes(differs, expired=now - pat > self.retention)
 
     def record(self, wire: str, body: dict[str, Any], text: str) -> Truth:
         with self.lock:
@@ -284,9 +248,7 @@ class FakeProvider:
                 tools=len(body.get("tools") or []), outcome=outcome, changed=changed,
             )  # fmt: skip
             self.truth.append(truth)
-            if self.dump_dir is not None:
-                self.dump_dir.mkdir(parents=True, exist_ok=True)
-                (self.dump_dir / f"{truth.n:03d}.json").write_text(json.dumps(body, indent=1))
+            self.dump(f"{truth.n:03d}.json", body)
             return truth
 
     # -- answers -----------------------------------------------------------------
@@ -379,15 +341,10 @@ class FakeProvider:
         ]  # fmt: skip
 
     # -- the server --------------------------------------------------------------
-    def app(self) -> web.Application:
-        app = web.Application(client_max_size=64 * 2**20)
-        app.router.add_route("*", "/{tail:.*}", self.handle)
-        return app
-
     async def handle(self, request: web.Request) -> web.StreamResponse:
         auth = request.headers.get("Authorization", "") or request.headers.get("x-api-key", "")
         if auth:
-            self.auth.add(auth.removeprefix("Bearer "))
+            self.keys.add(auth.removeprefix("Bearer "))
         path = request.path.rstrip("/")
         if request.method != "POST" or not path.endswith(("/chat/completions", "/messages")):
             self.other.append({"method": request.method, "path": path})

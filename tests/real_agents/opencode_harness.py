@@ -14,25 +14,19 @@ rest; with ``trace_connects`` each turn runs under ``strace -e connect``.
 from __future__ import annotations
 
 import json
-import os
-import re
 import secrets
-import shutil
-import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tests.real_agents.opencode_fake import FakeProvider
-from tests.real_client.fake_api import Running
+from tests.real_agents.support import MCP_SERVER, AgentSession, Cli, Turn, sealed_env
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent.parent
-OPENCODE_VERSION = "1.18.33"
-INSTALL_ROOT = Path(os.environ.get("CACHEDIAG_OPENCODE_ROOT", ROOT / ".cache" / "opencode"))
-MCP_SERVER = ROOT / "tests" / "real_client" / "mcp_server.py"
+OPENCODE = Cli(
+    "opencode", "opencode-ai", "1.18.33", "opencode", "opencode", "CACHEDIAG_OPENCODE_ROOT"
+)
+OPENCODE_VERSION = OPENCODE.version
 MODELS = {
     "fakeoa": ("gpt-5.5", "gpt-5.4", "gpt-5-mini"),
     "fakean": ("claude-sonnet-4-5", "claude-opus-4-5", "claude-haiku-4-5"),
@@ -48,73 +42,34 @@ _QUIET = {
 }
 
 
-def opencode_binary(version: str = OPENCODE_VERSION) -> Path | None:
-    """The CLI installed by ``npm install --prefix .cache/opencode/<version> opencode-ai``."""
-    path = INSTALL_ROOT / version / "node_modules" / ".bin" / "opencode"
-    return path if path.exists() and os.access(path, os.X_OK) else None
-
-
-def install_hint(version: str = OPENCODE_VERSION) -> str:
-    return (
-        f"npm install --prefix .cache/opencode/{version} --no-audit --no-fund opencode-ai@{version}"
-    )
-
-
 @dataclass
-class Turn:
-    args: list[str]
-    returncode: int
-    stdout: str
-    stderr: str
-
-    def events(self) -> list[dict[str, Any]]:
-        out = []
-        for line in self.stdout.splitlines():
-            try:
-                obj = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(obj, dict):
-                out.append(obj)
-        return out
-
-
-@dataclass
-class OpencodeSession:
+class OpencodeSession(AgentSession):
     name: str
     provider: str = "fakeoa"
     retention: float = 300.0
     context_limit: int = 200000
     """The models' context window in the config: a small one makes opencode compact."""
-    keep: bool = False
-    trace_connects: bool = False
     canary: str = field(default_factory=lambda: "sk-canary-" + secrets.token_hex(12))
-    turns: list[Turn] = field(default_factory=list)
     session_id: str | None = None
 
     def __post_init__(self) -> None:
-        self.binary = opencode_binary()
+        self.binary = OPENCODE.binary()
         if self.binary is None:
             raise FileNotFoundError(f"opencode {OPENCODE_VERSION} is not installed")
-        self.root = Path(tempfile.mkdtemp(prefix=f"ra-opencode-{self.name}-"))
+        self.make_root(
+            "opencode", self.name, "home", "config", "data", "state", "cache", "work", "tmp"
+        )
         self.home = self.root / "home"
         self.work = self.root / "work"
-        for d in ("home", "config", "data", "state", "cache", "work", "tmp"):
-            (self.root / d).mkdir(parents=True)
-        self.fake = FakeProvider(retention=self.retention, dump_dir=self.root / "bodies")
-        self._run = Running(self.fake)  # type: ignore[arg-type]  # duck-typed: app() only
+        self.fake: FakeProvider = FakeProvider(
+            retention=self.retention, dump_dir=self.root / "bodies"
+        )
+        self.serve()
 
     def __enter__(self) -> OpencodeSession:
         self._run.__enter__()
         self.write_config()
         return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._run.__exit__(None, None, None)
-
-    def cleanup(self) -> None:
-        if not self.keep:
-            shutil.rmtree(self.root, ignore_errors=True)
 
     @property
     def data_home(self) -> Path:
@@ -155,23 +110,16 @@ class OpencodeSession:
         (folder / "opencode.json").write_text(json.dumps(config, indent=1))
 
     def env(self) -> dict[str, str]:
-        """opencode's whole environment: nothing of the developer's leaks in."""
-        return {
-            "PATH": "/usr/local/bin:/usr/bin:/bin",
-            "HOME": str(self.home),
-            "XDG_CONFIG_HOME": str(self.root / "config"),
-            "XDG_DATA_HOME": str(self.data_home),
-            "XDG_STATE_HOME": str(self.root / "state"),
-            "XDG_CACHE_HOME": str(self.root / "cache"),
-            "FAKE_API_KEY": self.canary,
+        return sealed_env(
+            self.home,
+            self.root / "tmp",
+            XDG_CONFIG_HOME=str(self.root / "config"),
+            XDG_DATA_HOME=str(self.data_home),
+            XDG_STATE_HOME=str(self.root / "state"),
+            XDG_CACHE_HOME=str(self.root / "cache"),
+            FAKE_API_KEY=self.canary,
             **_QUIET,
-            "HTTPS_PROXY": "http://127.0.0.1:9",
-            "HTTP_PROXY": "http://127.0.0.1:9",
-            "NO_PROXY": "127.0.0.1,localhost",
-            "LANG": "C.UTF-8",
-            "TERM": "dumb",
-            "TMPDIR": str(self.root / "tmp"),
-        }
+        )
 
     # -- driving -------------------------------------------------------------------
     def turn(self, prompt: str, *args: str, timeout: float = 180) -> Turn:
@@ -180,35 +128,9 @@ class OpencodeSession:
         if self.session_id is not None:
             cmd += ["--session", self.session_id]
         cmd += [*args, prompt]
-        if self.trace_connects:
-            out = self.root / f"connects.{len(self.turns)}.txt"
-            cmd = ["strace", "-f", "-qq", "-e", "trace=connect", "-o", str(out), *cmd]
-        proc = subprocess.run(
-            cmd, cwd=self.work, env=self.env(), capture_output=True, text=True,
-            timeout=timeout, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
-        result = Turn(cmd, proc.returncode, proc.stdout, proc.stderr)
-        self.turns.append(result)
-        if proc.returncode != 0:
-            raise RuntimeError(f"opencode exited {proc.returncode}: {proc.stderr[-2000:]}")
+        result = self.run_turn(cmd, "opencode", timeout)
         for event in result.events():
             sid = event.get("sessionID")
             if isinstance(sid, str) and self.session_id is None:
                 self.session_id = sid
         return result
-
-    # -- what it left ---------------------------------------------------------------
-    def connections(self) -> list[str]:
-        """The inet addresses opencode and its children connected to (or tried to)."""
-        found = []
-        for path in sorted(self.root.glob("connects.*.txt")):
-            for line in path.read_text(errors="replace").splitlines():
-                m = re.search(
-                    r'sin6?_addr=inet_addr\("([^"]+)"\)|inet_pton\(AF_INET6, "([^"]+)"', line
-                )
-                if m and "connect(" in line:
-                    found.append(m.group(1) or m.group(2))
-        return found
-
-    def truth(self) -> list[dict[str, Any]]:
-        return [t.as_json() for t in self.fake.truth]

@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from tests.real_agents.opencode_harness import ROOT
+from tests.real_agents.support import ROOT
 
 DATA = ROOT / "tests" / "data"
 CCUSAGE = Path(os.environ.get("CCUSAGE20", "/tmp/ccusage20")) / "node_modules" / ".bin" / "ccusage"

@@ -15,6 +15,7 @@ from cachediag.analysis.openai_cache import analyze_openai_session
 from cachediag.ingest.agents import read_agent_sessions
 from cachediag.model import TTL_SECONDS
 from tests.real_agents.codex_harness import CodexSession
+from tests.real_agents.support import assert_loopback_only
 
 # The scenarios start together; the pause test waits for its 310 s pause.
 pytestmark = [pytest.mark.timeout(1800)]
@@ -127,10 +128,8 @@ def test_pause_is_a_ttl_expiry(codex_runs: dict[str, Future[CodexSession]]) -> N
 
 def test_offline_loopback_only_and_canary(codex_runs: dict[str, Future[CodexSession]]) -> None:
     s = _session(codex_runs, "changes")
-    addresses = s.connections()
-    assert addresses, "strace saw no connect at all"
-    assert set(addresses) <= {"127.0.0.1", "::1", "::ffff:127.0.0.1"}, addresses
-    assert s.fake.auth == {s.canary}
+    assert_loopback_only(s)
+    assert s.fake.keys == {s.canary}
     assert s.fake.other == []  # nothing but POST /v1/responses reached the fake
 
 

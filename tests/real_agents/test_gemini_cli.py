@@ -17,8 +17,8 @@ from cachediag.analysis.gemini_cache import analyze_gemini_session
 from cachediag.analysis.ledger import LedgerEntry
 from cachediag.ingest.gemini_files import read_gemini_home
 from tests.real_agents import gemini_scenario
-from tests.real_agents.conftest import require_cli
-from tests.real_agents.gemini_harness import GeminiSession, gemini_binary, install_hint
+from tests.real_agents.gemini_harness import GEMINI, GeminiSession
+from tests.real_agents.support import assert_loopback_only, scenario_runs
 
 # What the file can show of each part the fake says changed, and the names it allows.
 EVIDENCED = {
@@ -31,19 +31,15 @@ EVIDENCED = {
 @pytest.fixture(scope="module")
 def runs() -> Iterator[dict[str, Future[GeminiSession]]]:
     """Both scenarios, started together (the 310 s pause alongside the rest)."""
-    if os.environ.get("CACHEDIAG_PURE_PYTHON"):
-        pytest.skip("the real-agent suite runs once, in the compiled pass")
-    require_cli(gemini_binary(), "Gemini CLI", install_hint())
-    pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="gemini-scenario")
-    futures = {
-        "main": pool.submit(gemini_scenario.run, gemini_scenario.new_session()),
-        "pause": pool.submit(gemini_scenario.run_pause, gemini_scenario.new_pause_session()),
-    }
-    yield futures
-    pool.shutdown(wait=True)
-    for fut in futures.values():
-        if fut.done() and fut.exception() is None:
-            fut.result().cleanup()
+
+    def start() -> tuple[ThreadPoolExecutor, dict[str, Future[GeminiSession]]]:
+        pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="gemini-scenario")
+        return pool, {
+            "main": pool.submit(gemini_scenario.run, gemini_scenario.new_session()),
+            "pause": pool.submit(gemini_scenario.run_pause, gemini_scenario.new_pause_session()),
+        }
+
+    yield from scenario_runs(GEMINI, start)
 
 
 @pytest.fixture(scope="module")
@@ -59,9 +55,7 @@ def _entries(session: GeminiSession) -> list[LedgerEntry]:
 
 
 def test_nothing_leaves_loopback(session: GeminiSession) -> None:
-    found = session.connections()
-    assert found, "strace saw no connect at all: the check would prove nothing"
-    assert set(found) <= {"127.0.0.1", "::1", "::ffff:127.0.0.1"}, found
+    assert_loopback_only(session)
     assert session.fake.keys == {session.canary}
     assert session.fake.other == []  # no call but the model's
 

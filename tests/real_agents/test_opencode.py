@@ -3,7 +3,6 @@ cachediag's ledger from the database opencode wrote (docs/agents.md, "opencode")
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from collections.abc import Iterator
 from concurrent.futures import Future
@@ -16,9 +15,9 @@ from cachediag.analysis.openai_cache import analyze_openai_session
 from cachediag.analysis.session_analysis import analyze_session
 from cachediag.ingest import opencode
 from cachediag.model import TTL_SECONDS
-from tests.real_agents.conftest import require_cli
-from tests.real_agents.opencode_harness import OpencodeSession, install_hint, opencode_binary
+from tests.real_agents.opencode_harness import OPENCODE, OpencodeSession
 from tests.real_agents.opencode_scenarios import SCENARIOS, run_all
+from tests.real_agents.support import assert_loopback_only, scenario_runs
 
 # Both scenarios start together; the anthropic one waits out its 305 s pause.
 pytestmark = [pytest.mark.timeout(1800)]
@@ -26,15 +25,7 @@ pytestmark = [pytest.mark.timeout(1800)]
 
 @pytest.fixture(scope="module")
 def opencode_runs() -> Iterator[dict[str, Future[OpencodeSession]]]:
-    if os.environ.get("CACHEDIAG_PURE_PYTHON"):
-        pytest.skip("the real-agent suite runs once, in the compiled pass")
-    require_cli(opencode_binary(), "opencode", install_hint())
-    pool, futures = run_all(list(SCENARIOS))
-    yield futures
-    pool.shutdown(wait=True)
-    for fut in futures.values():
-        if fut.done() and fut.exception() is None:
-            fut.result().cleanup()
+    yield from scenario_runs(OPENCODE, lambda: run_all(list(SCENARIOS)))
 
 
 def _session(runs: dict[str, Future[OpencodeSession]], name: str) -> OpencodeSession:
@@ -182,11 +173,8 @@ def test_subagent_child_session(opencode_runs: dict[str, Future[OpencodeSession]
 def test_offline_loopback_only_and_canary(
     opencode_runs: dict[str, Future[OpencodeSession]],
 ) -> None:
-    s = _session(opencode_runs, "changes")
-    addresses = s.connections()
-    assert addresses, "strace saw no connect at all"
-    assert set(addresses) <= {"127.0.0.1", "::1", "::ffff:127.0.0.1"}, addresses
+    assert_loopback_only(_session(opencode_runs, "changes"))
     for name in SCENARIOS:
         run = _session(opencode_runs, name)
-        assert run.fake.auth == {run.canary}
+        assert run.fake.keys == {run.canary}
         assert run.fake.other == []  # nothing but the two model endpoints reached the fake
