@@ -81,10 +81,13 @@ def test_json_events_follow_the_schema(path: Path) -> None:
 
 def test_schema_rejects_an_unknown_event_or_field() -> None:
     validator = jsonschema.Draft202012Validator(schema())
-    base = {"at": 1.0, "session_id": "s", "project": None, "transcript": "/t.jsonl"}
+    base = {
+        "at": 1.0, "session_id": "s", "project": None, "transcript": "/t.jsonl", "agent": "claude"
+    }  # fmt: skip
     validator.validate({**base, "event": "removed", "path": "/t.jsonl"})
     for bad in (
         {**base, "event": "gone", "path": "/t.jsonl"},
+        {**base, "event": "removed", "path": "/t.jsonl", "agent": "amp"},
         {**base, "event": "removed", "path": "/t.jsonl", "extra": 1},
         {**base, "event": "removed"},
     ):

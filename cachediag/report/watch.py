@@ -28,6 +28,7 @@ def _session(kind: str, ref: SessionRef, at: float) -> dict[str, Any]:
         "session_id": ref.session_id,
         "project": ref.project,
         "transcript": ref.transcript,
+        "agent": ref.agent or "claude",
     }
 
 

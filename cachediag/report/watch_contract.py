@@ -30,7 +30,10 @@ class SessionFields(BaseModel):
     else the folder holding the transcript (Claude Code's encoded path, which cannot be
     decoded: ``-home-me-my-app``); null when the log names none (a piped capture)."""
     transcript: str
-    """Path of the main transcript (it may not exist when only agent files were seen)."""
+    """Path of the main transcript (it may not exist when only agent files were seen);
+    for another agent, its session file (a rollout, a chat, opencode's database)."""
+    agent: Literal["claude", "codex", "gemini", "opencode"]
+    """Whose session: ``claude`` (Claude Code) or another agent (docs/agents.md)."""
 
 
 class RequestEvent(SessionFields, Request):
