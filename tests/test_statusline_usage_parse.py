@@ -75,6 +75,11 @@ EDGES: list[bytes] = [
     json.dumps(line()).encode().replace(b'"sessionId"', b'"cost\\u0055SD": 1.5, "sessionId"'),
     json.dumps(line(timestamp=5)).encode(),
     json.dumps(line(timestamp="2026-01-01T00:05:00Z")).encode(),
+    # The last millisecond before DeepSeek's peak price (from 00:30 UTC) and a day's end.
+    json.dumps(
+        line(timestamp="2026-01-01T00:29:59.999Z", message={**usage(), "model": "deepseek-chat"})
+    ).encode(),
+    json.dumps(line(timestamp="2026-01-01T23:59:59.999Z")).encode(),
     json.dumps(line(timestamp="2026-01-01T00:05:00.2+02:00")).encode(),
     json.dumps(line(timestamp="2026-01-01T00:60:00.210Z")).encode(),
     json.dumps(line(timestamp="2026-01-01T24:05:00.210Z")).encode(),

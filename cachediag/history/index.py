@@ -110,7 +110,7 @@ def rows_by_file(
                 kept = files.get(path)
                 out.append([] if kept is None else _decode(kept, codec))
                 continue
-            entry = _refresh(path, files.get(path), parse, codec, stats, deadline)
+            entry, fresh = _refresh(path, files.get(path), parse, codec, stats, deadline)
             if entry is None:
                 files.pop(path, None)
                 out.append([])
@@ -118,7 +118,7 @@ def rows_by_file(
             files[path] = entry
             # A file read only in part: its rows so far are kept, not handed out (an
             # answer that is not whole is not used; decoding it would cost the budget).
-            out.append([] if stats.incomplete else _decode(entry, codec))
+            out.append([] if stats.incomplete else fresh)
         for path in [p for p in files if not os.path.lexists(p)]:
             del files[path]  # transcripts deleted since: their rows go with them
         store.save(where, index)
@@ -152,19 +152,21 @@ def _refresh(
     codec: RowCodec,
     stats: Stats,
     deadline: float | None = None,
-) -> dict[str, Any] | None:
-    """The entry of ``path`` brought up to date; ``None`` when the file is gone. Past
-    ``deadline`` it stops between chunks, with what it read (``stats.incomplete``)."""
+) -> tuple[dict[str, Any] | None, list[Row]]:
+    """The entry of ``path`` brought up to date, and its rows (those just parsed as the
+    parse gave them, not encoded and decoded again; none when the read is not whole);
+    ``None`` when the file is gone.
+    Past ``deadline`` it stops between chunks, with what it read (``stats.incomplete``)."""
     saved = None if entry is None else entry.get("cursor")
     if entry is not None and unchanged_since(saved, path):
         stats.unchanged += 1
-        return entry
+        return entry, _decode(entry, codec)
     grown = entry is not None and change_of(path, saved) is None
     try:
         fd = open_regular_fd(path)
     except FileNotFoundError:
         stats.gone += 1
-        return None
+        return None, []
     try:
         st = os.fstat(fd)
         if grown and isinstance(saved, dict) and entry is not None:
@@ -173,6 +175,7 @@ def _refresh(
         else:
             start, lines, rows = 0, 0, []
             stats.read += 1
+        prior, made = len(rows), []
         done, pos, held, skipping = start, start, 0, False
         # One buffer for the whole read, bytes read straight into it after the unfinished
         # line carried over (``buf[:held]``, from byte ``done``): no chunk is copied, and
@@ -205,6 +208,7 @@ def _refresh(
                 held = filled
                 if end:
                     found, count = parse(path, buf, done, end)
+                    made += found
                     rows.extend(encode(r) for r in found)
                     lines += count
                     done += end
@@ -212,14 +216,15 @@ def _refresh(
                     buf[:held] = buf[end:filled]  # the unfinished line to the front
                 if held > MAX_LINE_BYTES:
                     skipping, held = True, 0
-        tail = []
+        last = []
         if not stats.incomplete and not skipping and buf[:held].strip():
-            tail = [encode(r) for r in parse(path, buf, done, held)[0]]
+            last = parse(path, buf, done, held)[0]
+        tail = [encode(r) for r in last]
         read = (done if stats.incomplete else pos) - start
         return {
             "cursor": cursor(fd, st, start, read, done - start, lines),
             "rows": rows,
             "tail": tail,
-        }
+        }, [] if stats.incomplete else [codec.decode(r) for r in rows[:prior]] + made + last
     finally:
         os.close(fd)

@@ -255,8 +255,12 @@ def _picked_row(line: bytes, days: dict[tuple[str, int], DayPrices]) -> Any:
     if split is not None:
         hour = split[1] if type(split[1]) is int and split[1] >= 0 else (_tokens(split[1]) or 0)
     model = message[0]
+    # The picker's epoch of Claude Code's own form counts the milliseconds, which
+    # ``epoch_of`` (as ``clock.epoch``) leaves out; any other form it gives as None.
+    at = fields[6]
+    at = epoch_of(timestamp) if at is None else at // 1.0
     # The row is built once, with its price: not built, then rebuilt priced.
-    cost = _priced(timestamp, model, given, made, written, read, hour, days)
+    cost = _priced(at, model, given, made, written, read, hour, days)
     return UsageRow(
         timestamp,
         session,
@@ -294,7 +298,7 @@ def _day_prices(model: str, day: int) -> DayPrices:
 def priced(row: UsageRow, days: dict[tuple[str, int], DayPrices]) -> float | None:
     """``row``'s tokens at its model's prices at its time (1-hour writes at their rate)."""
     return _priced(
-        row.timestamp,
+        epoch_of(row.timestamp),
         row.model,
         row.input_tokens,
         row.output_tokens,
@@ -306,7 +310,7 @@ def priced(row: UsageRow, days: dict[tuple[str, int], DayPrices]) -> float | Non
 
 
 def _priced(
-    timestamp: str,
+    at: float | None,
     model: str | None,
     given: int,
     made: int,
@@ -318,7 +322,6 @@ def _priced(
     tokens = given + written + read
     if not tokens and not made:
         return 0.0  # Claude Code's own "<synthetic>" messages: nothing was billed
-    at = epoch_of(timestamp)
     if model is None or at is None:
         return None
     day = int(at // 86400)
