@@ -16,7 +16,7 @@ from enum import StrEnum
 
 from cachediag.analysis.group_keys import GroupBy
 from cachediag.errors import CachediagError
-from cachediag.ingest.agents import _FORMAT_AGENT
+from cachediag.ingest.agents import FORMAT_AGENT
 
 
 class Dialect(StrEnum):
@@ -112,7 +112,7 @@ def agent_sql(d: Dialect) -> str:
     file's footer read first to tell old files from new (``union_by_name``: 15 s over
     3,000 files), and Spark without ``mergeSchema`` would not see it at all."""
     q = quoter(d)
-    cases = " ".join(f"WHEN '{fmt}' THEN '{agent}'" for fmt, agent in sorted(_FORMAT_AGENT.items()))
+    cases = " ".join(f"WHEN '{fmt}' THEN '{agent}'" for fmt, agent in sorted(FORMAT_AGENT.items()))
     return f"CASE {q('source_format')} {cases} ELSE 'claude' END"
 
 

@@ -112,7 +112,7 @@ AGENTS: dict[str, Agent] = {
 }
 
 
-_FORMAT_AGENT = {
+FORMAT_AGENT = {
     "codex-rollout": "codex",
     "gemini-cli": "gemini",
     "opencode": "opencode",
@@ -124,7 +124,7 @@ other format (transcripts, captures, OpenTelemetry, request logs) is Claude Code
 
 def agent_of(log_format: str) -> str:
     """The agent whose log a session's ``SessionLog.format`` names."""
-    return _FORMAT_AGENT.get(log_format, "claude")
+    return FORMAT_AGENT.get(log_format, "claude")
 
 
 def agent_named(name: str) -> str | None:
