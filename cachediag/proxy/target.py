@@ -169,7 +169,8 @@ def origin_form(target: str) -> tuple[str, str]:
 def upstream_url(origin: Origin, target: str) -> URL:
     """The URL a request for ``target`` is sent to: ``origin``'s scheme, host and port as
     they are, its prefix followed by the target's path, and the target's query, each
-    exactly as written (no re-encoding). Built from fields, never from a joined string."""
+    exactly as written (no re-encoding); an empty query (a bare ``?``) is dropped, as
+    yarl writes none. Built from fields, never from a joined string."""
     from yarl import URL
 
     path, query = origin_form(target)
