@@ -1,7 +1,8 @@
 """The capture proxy: forwards Anthropic API calls unchanged and records what caching needs.
 
-A room of its own: ``forward`` and ``server`` relay (aiohttp, the ``cachediag[proxy]``
-extra, imported only there), ``recording`` turns each ``POST /v1/messages`` into one
+A room of its own: ``server`` and ``forward`` relay, with ``guard``, ``refusals`` and
+``request_body`` (aiohttp, the ``cachediag[proxy]`` extra, imported by these alone),
+``recording`` turns each ``POST /v1/messages`` into one
 normalised record line (fingerprints and usage, never text), ``logfiles`` keeps the daily
 private log, and ``index`` joins those records to transcripts. It produces records like
 any reader and imports nothing from ``cli`` or ``report``.

@@ -5,7 +5,8 @@ On a signal it stops accepting connections, lets the requests in flight finish f
 them), writes every record still queued, and returns; a second signal exits at once.
 Each connection has a guard (``HeadGuard``) that closes it when a request head takes
 longer than ``Limits.header_timeout_s`` to arrive; aiohttp closes the idle ones.
-aiohttp is imported here and in ``forward`` only (the ``cachediag[proxy]`` extra).
+aiohttp (the ``cachediag[proxy]`` extra) is imported by the relay's modules alone: this
+one, ``forward``, ``guard``, ``refusals`` and ``request_body``.
 """
 
 from __future__ import annotations
