@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import io
 import os
 import signal
 import sys
@@ -25,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from cachediag.errors import CachediagError, UsageError
 from cachediag.model import LineIssue
-from cachediag.text import sanitize
+from cachediag.text import plain_text_stream, sanitize
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -76,17 +75,7 @@ def plain_streams() -> bool:
     """Whether stdout and stderr are text streams ``echo`` writes to as click would
     without click: UTF-8 ``TextIOWrapper``s off Windows (click re-wraps an ASCII one and
     writes to the Windows console its own way). A quick path runs only on them."""
-    return all(map(_plain_text_stream, (sys.stdout, sys.stderr)))
-
-
-def _plain_text_stream(stream: Any) -> bool:
-    encoding = getattr(stream, "encoding", None)
-    return (
-        sys.platform != "win32"
-        and type(stream) is io.TextIOWrapper
-        and isinstance(encoding, str)
-        and encoding.lower().replace("_", "-") in ("utf-8", "utf8")
-    )
+    return all(map(plain_text_stream, (sys.stdout, sys.stderr)))
 
 
 def _isatty(stream: Any) -> bool:

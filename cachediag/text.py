@@ -54,3 +54,18 @@ def sanitize(text: str, limit: int | None = None, *, lines: bool = False) -> str
     if lines:
         return text.replace("\r\n", "\n").translate(_UNSAFE_KEEP_LINES)
     return text.translate(_UNSAFE)
+
+
+def plain_text_stream(stream: object) -> bool:
+    """A UTF-8 text file of the operating system's own (not a wrapper, not Windows): what
+    is written to it are the same bytes whoever writes them."""
+    import io
+    import sys
+
+    encoding = getattr(stream, "encoding", None)
+    return (
+        sys.platform != "win32"
+        and type(stream) is io.TextIOWrapper
+        and isinstance(encoding, str)
+        and encoding.lower().replace("_", "-") in ("utf-8", "utf8")
+    )

@@ -17,6 +17,7 @@ import os
 import sys
 
 from cachediag.history import answers
+from cachediag.text import plain_text_stream
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs the replay, which loads nothing else, milliseconds
@@ -32,7 +33,12 @@ _CODE = frozenset({"__pycache__"})
 def replay(args: list[str], root: str | None = None) -> bool:
     """Print the answer kept for ``cachediag ARGS`` and say so; ``False`` (having printed
     nothing) when there is none for the files as they are now."""
-    if not args or args[0] not in KEPT or not _plain(sys.stdout) or not _plain(sys.stderr):
+    if (
+        not args
+        or args[0] not in KEPT
+        or not plain_text_stream(sys.stdout)
+        or not plain_text_stream(sys.stderr)
+    ):
         return False
     import cachediag
 
@@ -49,20 +55,6 @@ def replay(args: list[str], root: str | None = None) -> bool:
             stream.write(text)
             stream.flush()
     return True
-
-
-def _plain(stream: Any) -> bool:
-    """``console.plain_streams`` for one stream, without loading ``console``: the answer
-    was printed to such a stream, as text that is the same bytes on any of them."""
-    import io
-
-    encoding = getattr(stream, "encoding", None)
-    return (
-        sys.platform != "win32"
-        and type(stream) is io.TextIOWrapper
-        and isinstance(encoding, str)
-        and encoding.lower().replace("_", "-") in ("utf-8", "utf8")
-    )
 
 
 def keeping(

@@ -19,12 +19,12 @@ the output price). ccusage 20.0.24 shows the same tokens differently per agent
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from pathlib import PurePath
 from typing import NamedTuple
 
 from cachediag.model import RequestRecord
 from cachediag.safefiles import open_regular
+from cachediag.usage.stamps import epoch_of_iso
 
 CLAUDE = "claude"
 CODEX = "codex"
@@ -87,7 +87,7 @@ def codex_usage(source: str) -> dict[int, CodexUsage]:
         payload = line.get("payload") if isinstance(line, dict) else None
         if not isinstance(payload, dict):
             continue
-        at = _epoch(line.get("timestamp"))
+        at = epoch_of_iso(line.get("timestamp"))
         if line.get("type") == "token_usage_record":
             out[number] = CodexUsage(_reasoning(payload.get("usage")), None)
             pending = number
@@ -106,12 +106,3 @@ def codex_usage(source: str) -> dict[int, CodexUsage]:
 def _reasoning(usage: object) -> int:
     value = usage.get("reasoning_output_tokens") if isinstance(usage, dict) else None
     return value if type(value) is int and value >= 0 else 0
-
-
-def _epoch(value: object) -> float | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None

@@ -37,7 +37,8 @@ def _loads(raw: bytes) -> Any:
     return orjson.loads(raw)
 
 
-def _epoch(value: object) -> float | None:
+def epoch_of_iso(value: object) -> float | None:
+    """An ISO time as a transcript writes it (``Z`` or an offset), else ``None``."""
     if not isinstance(value, str):
         return None
     try:
@@ -104,7 +105,7 @@ def last_times(paths: Iterable[str]) -> dict[str, Kept]:
             if not isinstance(message, dict):
                 continue
             mid = message.get("id")
-            at = _epoch(line.get("timestamp"))
+            at = epoch_of_iso(line.get("timestamp"))
             if not isinstance(mid, str) or at is None:
                 continue
             output = _output(message.get("usage"))
