@@ -78,14 +78,16 @@ def analyze(
     no_captures: bool = False,
     agent: str | None = None,
 ) -> None:
-    """Analyse Claude Code transcripts and API request logs: hits, misses and their causes.
+    """Analyse agent sessions and API request logs: hits, misses and their causes.
 
     PATHS may be transcript files (a session's subagents/ folder is read with it), session
-    folders, project folders or a whole projects tree, or request logs (claude-trace and
-    other request/response captures, API responses, OpenAI usage, cachediag records).
-    With no PATHS, a log piped on stdin is read ('-' names stdin explicitly); otherwise,
-    or when the pipe is empty, all of ~/.config/claude/projects and ~/.claude/projects
-    (or each dir of $CLAUDE_CONFIG_DIR, comma-separated, + /projects). A session found in
+    folders, project folders or a whole projects tree, request logs (claude-trace and
+    other request/response captures, API responses, OpenAI usage, cachediag records), or
+    Codex, Gemini CLI and opencode sessions (docs/agents.md). With no PATHS, a log piped
+    on stdin is read ('-' names stdin explicitly); otherwise, or when the pipe is empty,
+    all of ~/.config/claude/projects and ~/.claude/projects (or each dir of
+    $CLAUDE_CONFIG_DIR, comma-separated, + /projects) and each other agent's home found
+    (--agent picks one). A session found in
     several places (copies, backups, two config dirs) is one session, each response
     counted once; files that cannot be read are named on stderr and the rest is read.
     --since/--until keep the sessions with a request in that window (each is still

@@ -151,7 +151,8 @@ def audit(
 
     PATHS are transcripts, session or project folders, or request logs ('-': stdin);
     default: a log piped on stdin, else all Claude Code history (~/.config/claude/projects
-    and ~/.claude/projects, or each dir of $CLAUDE_CONFIG_DIR), each response counted once
+    and ~/.claude/projects, or each dir of $CLAUDE_CONFIG_DIR) and each other agent's
+    home found (Codex, Gemini CLI, opencode; --agent picks one), each response counted once
     however many copies hold it (a transcript request and the proxy's record of it are
     one). The proxy's captures are joined as analyze joins them (--captures), so the
     requests only they hold (the compaction call Claude Code writes no transcript for)

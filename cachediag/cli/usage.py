@@ -143,7 +143,7 @@ def _with_width(options: UsageOptions, width: int) -> UsageOptions:
 EXAMPLES = """
 \b
 Examples:
-  cachediag {name}                      # the Claude Code history
+  cachediag {name}                      # every agent's history found
   cachediag {name} -s 20260201 -z UTC -b
   cachediag {name} --json | jq '.totals.totalCost'
 """
