@@ -103,12 +103,13 @@ def explain(
     """Explain one request against the one before it (default: the last miss, else the
     last expected rebuild).
 
-    LOG is a capture, a transcript or any log analyze reads ('-' for stdin; piped logs
-    are read without it). With no LOG, the most recent session of the history
-    (Claude Code's and each other agent's found, or --agent's; in the --since/--until window, if given). Shows what changed (tools added,
-    removed or redefined by name; system blocks with character deltas; the first
-    rewritten message; model, betas, effort, thinking before -> after), the TTL and idle
-    gap, the re-processed tokens and the re-cache cost (what the miss cost beyond a hit).
+    LOG is a capture, a transcript or any log analyze reads ('-' for stdin; piped logs are
+    read without it). With no LOG, the most recent session of the history (Claude Code's and
+    each other agent's found, or --agent's; in the --since/--until window, if given). Shows
+    what changed (tools added, removed or redefined by name; system blocks with character
+    deltas; the first rewritten message; model, betas, effort, thinking before -> after),
+    the TTL and idle gap, the re-processed tokens and the re-cache cost (what the miss cost
+    beyond a hit).
 
     \b
     Examples:

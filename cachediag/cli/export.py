@@ -80,11 +80,12 @@ def export(
 
     One row per API request (tokens, outcome, causes, costs, what-if shares; never any
     text), in files DIR/day=YYYY-MM-DD/host=NAME/part-*.parquet with DIR/_schema.json.
-    Re-running adds only requests the dataset does not hold yet, so it is safe from cron
-    on every laptop into one shared folder. PATHS default to all Claude Code history and each other agent's home found (--agent).
-    The proxy's captures are joined as audit joins them (--captures), so a dataset holds
-    the requests only they hold and its audit agrees with `cachediag audit PATHS`.
-    Needs the fleet extra: pip install '.[fleet]' in cachediag's checkout.
+    Re-running adds only requests the dataset does not hold yet, so it is safe from cron on
+    every laptop into one shared folder. PATHS default to all Claude Code history and each
+    other agent's home found (--agent). The proxy's captures are joined as audit joins them
+    (--captures), so a dataset holds the requests only they hold and its audit agrees with
+    `cachediag audit PATHS`. Needs the fleet extra: pip install '.[fleet]' in cachediag's
+    checkout.
 
     \b
     Examples:
