@@ -28,10 +28,11 @@ from cachediag.usage.ccusage_json import (
     PERIOD_KEYS,
     model_breakdowns,
     prompt_cache,
+    summed,
     token_fields,
     totals,
 )
-from cachediag.usage.periods import Bucket, CacheTally, Tokens, models_used
+from cachediag.usage.periods import Bucket, Tokens, models_used
 
 Json = dict[str, Any]
 SESSION_MODEL_ORDER = {"claude": "file", "codex": "name", "gemini": "name", "opencode": "time"}
@@ -116,10 +117,7 @@ def _codex_line(bucket: Bucket) -> Json:
 
 
 def _codex_totals(buckets: Sequence[Bucket]) -> Json:
-    t, cache = Tokens(), CacheTally()
-    for b in buckets:
-        t.merge(b.tokens)
-        cache.merge(b.cache)
+    t, cache = summed(buckets)
     return {**_codex_tokens(t), "costUSD": t.cost_usd, "promptCache": prompt_cache(cache)}
 
 

@@ -85,11 +85,17 @@ def line(bucket: Bucket, report: str) -> Json:
     }
 
 
-def totals(buckets: Iterable[Bucket]) -> Json:
+def summed(buckets: Iterable[Bucket]) -> tuple[Tokens, CacheTally]:
+    """The tokens and the cache tally of every bucket together (a report's totals)."""
     t, cache = Tokens(), CacheTally()
     for b in buckets:
         t.merge(b.tokens)
         cache.merge(b.cache)
+    return t, cache
+
+
+def totals(buckets: Iterable[Bucket]) -> Json:
+    t, cache = summed(buckets)
     return {**token_fields(t), "promptCache": prompt_cache(cache)}
 
 
