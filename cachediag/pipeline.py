@@ -14,7 +14,7 @@ from typing import IO, Generic, TypeVar
 from cachediag.analysis.ledgers import analyze_log
 from cachediag.analysis.session_analysis import SessionAnalysis
 from cachediag.errors import CachediagError, InputError
-from cachediag.ingest.agents import AGENTS, agent_of, session_files
+from cachediag.ingest.agents import AGENTS, agent_of, session_folders
 from cachediag.ingest.discover import SessionSource, claude_projects_dirs, discover
 from cachediag.ingest.reader import Claims, read_sessions, read_stdin
 from cachediag.ingest.skipped import Skipped
@@ -50,7 +50,7 @@ def default_paths(agents: Agents = frozenset({"claude"})) -> list[Path]:
             via = " ($CLAUDE_CONFIG_DIR)" if os.environ.get("CLAUDE_CONFIG_DIR", "").strip() else ""
             tried.append(", ".join(str(p) for p in places) + via)
         else:
-            found += session_files(name)
+            found += session_folders(name)
             agent = AGENTS[name]
             tried.append(f"{agent.home()}/{agent.pattern}")
     if not found:

@@ -151,3 +151,18 @@ def test_no_claude_code_advice_on_other_agents_sessions() -> None:
         explained = json.loads(done.stdout)
         assert explained["request"]["outcome"] == "miss"
         assert explained["advice"] == []
+
+
+def test_a_file_of_no_session_in_an_agents_home_is_passed_over(tmp_path: Path) -> None:
+    """The history with no path is walked, as Claude Code's is: an empty rollout (one
+    Codex has just created) is reported and the rest is read, never a failed run."""
+    home = tmp_path / "u"
+    shutil.copytree(CODEX, home / ".codex")
+    env = {"HOME": str(home)}
+    before = audit_totals("--agent", "codex", env=env)
+    day = next((home / ".codex").rglob("rollout-*.jsonl")).parent
+    (day / "rollout-2026-12-02T05-00-00-empty.jsonl").write_bytes(b"")
+    done = run("audit", "--json", "--agent", "codex", env=env)
+    assert done.returncode == 0, done.stderr
+    assert b"empty" in done.stderr
+    assert json.loads(done.stdout)["totals"] == before

@@ -166,6 +166,20 @@ def session_files(name: str, environ: dict[str, str] | None = None) -> list[Path
     return sorted(p for p in home.glob(agent.pattern) if p.is_file() and not p.is_symlink())
 
 
+def session_folders(name: str, environ: dict[str, str] | None = None) -> list[Path]:
+    """The folders the agent's session files are in (its pattern's folders), for the
+    history read with no path: walked as Claude Code's projects are, so that a file in
+    them that holds no session (empty, half written) is passed over, not an error."""
+    agent = AGENTS[name]
+    home = agent.home(environ)
+    if not home.is_dir():
+        return []
+    folders, files = agent.pattern.rsplit("/", 1)
+    # A folder the agent made but holds none of its session files yet is no history.
+    found = (p for p in home.glob(folders) if p.is_dir() and not p.is_symlink())
+    return sorted(p for p in found if next(p.glob(files), None) is not None)
+
+
 def read_agent_sessions(name: str, environ: dict[str, str] | None = None) -> list[SessionLog]:
     """Every session of an agent with its own reader (not Claude Code: see ``reader``)."""
     return [log for path in session_files(name, environ) for log in read_logs(name, path)]

@@ -255,14 +255,17 @@ class Discovery:
         src.reader = agent
         return src
 
-    def add_databases(self, root: Path) -> None:
-        """opencode's databases in a folder named: the folder walk lists only ``*.jsonl``
-        files, so ``opencode*.db`` is looked for where opencode keeps it (its data folder,
-        or the folder that holds that) rather than in the whole tree."""
-        for folder in (root, root / "opencode"):
-            for path in sorted(folder.glob("opencode*.db")):
-                if path.is_file() and not path.is_symlink() and self._new(os.path.realpath(path)):
-                    self.add_agent_file(path, "opencode", folder.name)
+    def add_unwalked(self, root: Path) -> None:
+        """Other agents' files the folder walk does not list (it lists ``*.jsonl``):
+        opencode's databases where opencode keeps them (its data folder, or the folder
+        that holds that), and a Gemini CLI chats folder's older ``session-*.json`` files,
+        rather than a search of the whole tree."""
+        found = [(p, "opencode") for f in (root, root / "opencode") for p in f.glob("opencode*.db")]
+        if root.name == "chats":
+            found += [(p, "gemini") for p in root.glob("session-*.json")]
+        for path, agent in sorted(found):
+            if path.is_file() and not path.is_symlink() and self._new(os.path.realpath(path)):
+                self.add_agent_file(path, agent, path.parent.name)
 
     def add_dir(self, root: Path) -> None:
         # Only the root is resolved (once, not per file): the walk follows no links.
@@ -349,7 +352,7 @@ def discover(paths: list[Path], on_error: OnError | None = None) -> list[Session
                 found.add_session_dir(path)
             else:
                 found.add_dir(path)
-                found.add_databases(path)
+                found.add_unwalked(path)
         else:
             exists = path.exists()
             reason = "not a regular file or directory" if exists else "no such file or directory"
