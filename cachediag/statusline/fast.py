@@ -35,6 +35,7 @@ from cachediag.statusline.stdio import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs milliseconds at run time; the warm path avoids it
+    from collections.abc import Callable
     from typing import IO, Any
 
 # parse_args and terminal_width live in ``arguments``; callers (the tests) find them here.
@@ -67,8 +68,15 @@ def build_view(
                 out["transcript"] = "missing"
                 log_failure("transcript_path is not a file" + _missing_why(transcript))
         else:
+            # The spend, when the cache pass must read, is read beside it (``ahead``).
+            spend = _spend_read(transcript, now, root, deadline, fields, obj)
+            beside: list[Any] = []
             try:
-                out.update(refresh.transcript_view(transcript, now, root, deadline))
+                out.update(
+                    refresh.transcript_view(
+                        transcript, now, root, deadline, lambda: _read_beside(spend, beside)
+                    )
+                )
                 out["transcript"] = "read"
             except Exception as exc:  # Claude Code's own object may still make a line
                 log_failure(f"transcript not read: {describe(exc)}")
@@ -77,7 +85,9 @@ def build_view(
                 main = out.get("main_prompt_cache")
                 if not_yet and isinstance(main, dict) and not main.get("requests"):
                     out["transcript"] = render.NOT_WRITTEN  # the prompt, not its answer
-                _add_spend(out, transcript, now, root, deadline, fields, obj)
+                for child in beside:
+                    child.finish(deadline)
+                _add_spend(out, spend)
     elif isinstance(payload, dict):
         if "transcript_path" in obj:
             log_failure("transcript_path is not a usable path string")
@@ -96,33 +106,59 @@ HISTORY_FIELDS = frozenset({"today_cost", "block_cost", "block_left"})
 SPEND_SLICE_S = 0.05
 
 
-def _add_spend(
-    out: dict[str, Any],
+def _spend_read(
     transcript: str,
     now: float,
     root: str | None,
     deadline: float | None,
     fields: frozenset[str],
     payload: dict[str, Any],
-) -> None:
-    """The session's, today's and the block's cost, when the template shows one: from
-    the history index (``spend``); a failure leaves the fields out, never the line.
+) -> Callable[[], dict[str, Any]] | None:
+    """What reads the session's, today's and the block's cost, when the template shows
+    one: from the history index (``spend``); ``None`` when no field needs it.
 
     When only the session's cost is wanted and Claude Code sent its own, cachediag's is
     but the check beside it: its index is built a slice at a time (``SPEND_SLICE_S``
-    per run that read the transcript): no second read of a long transcript at once."""
+    per run that read the transcript): no second read of a long transcript at once.
+    ``heard.facts["how"]`` says whether this run read the transcript: it is looked at
+    when the read is called, after the cache pass has said."""
     if not fields & SPEND_FIELDS:
-        return
-    history, build = bool(fields & HISTORY_FIELDS), True
-    if not history and render.number(payload.get("cost"), "total_cost_usd") is not None:
-        ends = time.monotonic() + SPEND_SLICE_S
-        deadline = ends if deadline is None else min(deadline, ends)
-        # Unchanged files: the check's summary only (its slices go to runs that read).
-        build = heard.facts.get("how") != refresh.UNCHANGED
-    try:
-        from cachediag.statusline.spend import spend_view as read
+        return None
+    history = bool(fields & HISTORY_FIELDS)
+    sent = render.number(payload.get("cost"), "total_cost_usd") is not None
 
-        spent = read(transcript, now, history=history, root=root, deadline=deadline, build=build)
+    def read() -> dict[str, Any]:
+        until, build = deadline, True
+        if not history and sent:
+            ends = time.monotonic() + SPEND_SLICE_S
+            until = ends if until is None else min(until, ends)
+            # Unchanged files: the check's summary only (its slices go to runs that read).
+            build = heard.facts.get("how") != refresh.UNCHANGED
+        from cachediag.statusline.spend import spend_view
+
+        return spend_view(transcript, now, history=history, root=root, deadline=until, build=build)
+
+    return read
+
+
+def _read_beside(spend: Callable[[], dict[str, Any]] | None, started: list[Any]) -> None:
+    """Called by the cache pass as it starts to read: the spend read in a child."""
+    if spend is None:
+        return
+    from cachediag.statusline import ahead
+
+    if ahead.usable():
+        child = ahead.Ahead(spend)
+        child.start()
+        started.append(child)
+
+
+def _add_spend(out: dict[str, Any], spend: Callable[[], dict[str, Any]] | None) -> None:
+    """The spend fields into ``out["usage"]``; a failure leaves them out, never the line."""
+    if spend is None:
+        return
+    try:
+        spent = spend()
     except Exception as exc:
         log_failure(f"spend not read: {describe(exc)}")
         return
@@ -250,6 +286,9 @@ def _default_signals() -> None:
 
 def main() -> None:
     _default_signals()
+    from cachediag.statusline import ahead
+
+    ahead.enabled = True  # this process is the status line's own: it may fork
     args = sys.argv[2:] if sys.argv[1:2] == ["statusline"] else sys.argv[1:]
     if args[:1] == ["uninstall"]:  # ``entry`` sends only ``install`` (and help) to click
         from cachediag.statusline.install import uninstall_command

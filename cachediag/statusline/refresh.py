@@ -15,6 +15,7 @@ from cachediag.statusline.log import describe, heard, log_failure, note
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs milliseconds at run time; the warm path avoids it
+    from collections.abc import Callable
     from typing import Any
 
 
@@ -29,6 +30,7 @@ def session_state(
     *,
     fresh: bool = False,
     deadline: float | None = None,
+    reading: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """The session's state, brought up to date with the transcript and its agents;
     ``fresh`` ignores the saved state and replaces it. Reading stops at ``deadline``
@@ -64,12 +66,14 @@ def session_state(
             facts["how"] = "appended lines hold no request: positions moved on"
             facts["saved"] = _save_moved(path, header, moved, rest, seen)
             return moved
+    facts["how"] = "read from byte 0" if header is None else "read what was appended"
+    if reading is not None:
+        reading()  # before the reader loads: what reads beside it starts now
     from cachediag.statusline.track import encode_state, refresh
 
     def stop() -> bool:
         return deadline is not None and time.monotonic() > deadline
 
-    facts["how"] = "read from byte 0" if header is None else "read what was appended"
     with state.WriterLock(path) as may_write:
         again = path is not None and (header is None or state.stamp(path) != seen)
         if may_write and not fresh and again:
@@ -124,12 +128,18 @@ def _save_moved(
 
 
 def transcript_view(
-    transcript: str, now: float, root: str | None, deadline: float | None
+    transcript: str,
+    now: float,
+    root: str | None,
+    deadline: float | None,
+    reading: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """The session's numbers from its files; any defect of the saved state, whatever it
-    raises, means: recompute once from the files (and one line in the log)."""
+    raises, means: recompute once from the files (and one line in the log). ``reading``
+    is called once the files are known to need reading, before they are read."""
     try:
-        return view.session_view(session_state(transcript, now, root, deadline=deadline), now)
+        state_now = session_state(transcript, now, root, deadline=deadline, reading=reading)
+        return view.session_view(state_now, now)
     except OSError:
         if not os.access(transcript, os.R_OK):
             raise  # the transcript itself: a fresh start would fail the same way
@@ -137,5 +147,5 @@ def transcript_view(
     except Exception as exc:
         exc_info = exc
     note("state unusable, recomputed" + (f": {describe(exc_info)}" if exc_info else ""))
-    fresh = session_state(transcript, now, root, fresh=True, deadline=deadline)
+    fresh = session_state(transcript, now, root, fresh=True, deadline=deadline, reading=reading)
     return view.session_view(fresh, now)

@@ -1,0 +1,111 @@
+"""The spend fields read beside the cache pass, in a child process, when both must read.
+
+A run whose transcript grew reads it twice: the cache pass (``refresh``: reader and
+ledger over the new lines) and the history index's usage rows (``spend``: the session's
+cost and, for ``{today_cost}`` and the block, every transcript of the config folder).
+The two share nothing but the files, so when the cache pass is about to read, a forked
+child computes the spend as ``fast._add_spend`` would and saves it (the index and its
+one-line summary); the parent waits for it after its own pass, and its ``spend_view``
+is then answered by that summary. On two cores a cold ``--preset full`` costs the
+longer of the two reads instead of their sum; the work and its results are the same.
+
+Not used: on one core (nothing to gain), in a process that is not the status line's own
+(``main`` enables it: the tests call ``run`` inside pytest, which must not fork), where
+``os.fork`` is missing, or with ``CACHEDIAG_STATUSLINE_AHEAD=0``. A child that fails,
+or is still reading at the deadline (it is then killed: the index is replaced whole, so
+stopping it anywhere leaves it consistent), leaves the parent to do the work itself,
+as without it. The child prints nothing and never runs ``atexit`` (``os._exit``); prices
+it looked up are saved before it goes.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs milliseconds at run time; the warm path avoids it
+    from collections.abc import Callable
+
+ENV = "CACHEDIAG_STATUSLINE_AHEAD"
+POLL_S = 0.002
+"""How often the parent looks whether the child is done (a few wake-ups per run)."""
+
+enabled = False
+"""Set by ``fast.main``: only the status line's own process forks."""
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def usable() -> bool:
+    return enabled and hasattr(os, "fork") and os.environ.get(ENV) != "0" and _cores() > 1
+
+
+class Ahead:
+    """At most one child computing ``work()``; ``start`` forks it, ``finish`` waits."""
+
+    def __init__(self, work: Callable[[], object]) -> None:
+        self._work = work
+        self._pid: int | None = None
+
+    def start(self) -> None:
+        if self._pid is not None or not usable():
+            return
+        try:
+            pid = os.fork()
+        except OSError:
+            return  # no process to spare: the parent reads after its pass
+        if pid == 0:  # the child: the work, then out without a trace
+            code = 1
+            try:
+                self._work()
+                code = 0
+            finally:
+                _flush_prices()
+                os._exit(code)
+        self._pid = pid
+
+    def finish(self, deadline: float | None) -> bool:
+        """Wait for the child until ``deadline`` (``time.monotonic``); True when it
+        ended well. One still running then is killed."""
+        pid, self._pid = self._pid, None
+        if pid is None:
+            return False
+        while True:
+            try:
+                done, status = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                return False
+            if done:
+                return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+            if deadline is not None and time.monotonic() > deadline:
+                _kill(pid)
+                return False
+            time.sleep(POLL_S)
+
+
+def _kill(pid: int) -> None:
+    import signal
+
+    try:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except (ProcessLookupError, ChildProcessError):
+        pass
+
+
+def _flush_prices() -> None:
+    """Save the prices the child looked up (``atexit``, which would, does not run)."""
+    import sys
+
+    disk = sys.modules.get("cachediag.pricing.disk")
+    if disk is not None:
+        from contextlib import suppress
+
+        with suppress(Exception):  # a cache not saved costs only speed
+            disk.DISK.save()
