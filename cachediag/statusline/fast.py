@@ -68,15 +68,17 @@ def build_view(
                 out["transcript"] = "missing"
                 log_failure("transcript_path is not a file" + _missing_why(transcript))
         else:
-            # The spend, when the cache pass must read, is read beside it (``ahead``).
             spend = _spend_read(transcript, now, root, deadline, fields, obj)
             beside: list[Any] = []
+
+            # The history's spend, when the cache pass reads the transcript whole, is read
+            # beside it (``ahead``): both are long, and share nothing but the files.
+            def whole() -> None:
+                if fields & HISTORY_FIELDS:
+                    _read_beside(spend, beside)
+
             try:
-                out.update(
-                    refresh.transcript_view(
-                        transcript, now, root, deadline, lambda: _read_beside(spend, beside)
-                    )
-                )
+                out.update(refresh.transcript_view(transcript, now, root, deadline, whole))
                 out["transcript"] = "read"
             except Exception as exc:  # Claude Code's own object may still make a line
                 log_failure(f"transcript not read: {describe(exc)}")
@@ -142,7 +144,7 @@ def _spend_read(
 
 
 def _read_beside(spend: Callable[[], dict[str, Any]] | None, started: list[Any]) -> None:
-    """Called by the cache pass as it starts to read: the spend read in a child."""
+    """Called by the cache pass as it starts a whole read: the spend read in a child."""
     if spend is None:
         return
     from cachediag.statusline import ahead

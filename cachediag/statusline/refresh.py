@@ -30,7 +30,7 @@ def session_state(
     *,
     fresh: bool = False,
     deadline: float | None = None,
-    reading: Callable[[], None] | None = None,
+    whole_read: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """The session's state, brought up to date with the transcript and its agents;
     ``fresh`` ignores the saved state and replaces it. Reading stops at ``deadline``
@@ -67,8 +67,8 @@ def session_state(
             facts["saved"] = _save_moved(path, header, moved, rest, seen)
             return moved
     facts["how"] = "read from byte 0" if header is None else "read what was appended"
-    if reading is not None:
-        reading()  # before the reader loads: what reads beside it starts now
+    if whole_read is not None and header is None:
+        whole_read()  # before the reader loads: what reads beside it starts now
     from cachediag.statusline.track import encode_state, refresh
 
     def stop() -> bool:
@@ -132,13 +132,13 @@ def transcript_view(
     now: float,
     root: str | None,
     deadline: float | None,
-    reading: Callable[[], None] | None = None,
+    whole_read: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """The session's numbers from its files; any defect of the saved state, whatever it
-    raises, means: recompute once from the files (and one line in the log). ``reading``
-    is called once the files are known to need reading, before they are read."""
+    raises, means: recompute once from the files (and one line in the log). ``whole_read``
+    is called when the files are about to be read from their first byte."""
     try:
-        state_now = session_state(transcript, now, root, deadline=deadline, reading=reading)
+        state_now = session_state(transcript, now, root, deadline=deadline, whole_read=whole_read)
         return view.session_view(state_now, now)
     except OSError:
         if not os.access(transcript, os.R_OK):
@@ -147,5 +147,7 @@ def transcript_view(
     except Exception as exc:
         exc_info = exc
     note("state unusable, recomputed" + (f": {describe(exc_info)}" if exc_info else ""))
-    fresh = session_state(transcript, now, root, fresh=True, deadline=deadline, reading=reading)
+    fresh = session_state(
+        transcript, now, root, fresh=True, deadline=deadline, whole_read=whole_read
+    )
     return view.session_view(fresh, now)
