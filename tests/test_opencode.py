@@ -135,7 +135,8 @@ def test_tokens_and_costs_equal_ccusage_per_session(name: str) -> None:
     """ccusage 20.0.24 counts every call (summary and subagent calls too; a subagent's
     child session is a session of its own), prices cached input at its own price and
     reasoning at the output price, but reports ``outputTokens`` without the reasoning
-    tokens: cachediag's output includes them (docs/agents-opencode.md)."""
+    tokens: cachediag's records include them in the output and hold them apart
+    (docs/agents-opencode.md)."""
     logs = opencode.read_database(_db(name))
     rows = {row["sessionId"]: row for row in _ccusage(name)["sessions"]}
     assert sorted(rows) == sorted(log.session_id for log in logs)
@@ -149,6 +150,8 @@ def test_tokens_and_costs_equal_ccusage_per_session(name: str) -> None:
         assert said <= {REASONING_TOKENS}
         reasoning = 0 if log.format == opencode.FORMAT else REASONING_TOKENS * len(records)
         assert sum(r.output_tokens for r in records) - reasoning == row["outputTokens"]
+        # Kept apart in the record, so the usage reports leave it out as ccusage does.
+        assert sum(getattr(r, "reasoning_tokens", 0) for r in records) == reasoning
         cost = 0.0
         for r in records:
             prices = lookup_prices(r.model or "", r.at)

@@ -117,39 +117,24 @@ def opencode_reasoning(home: Path) -> dict[str, int]:
 
 def pinned(mine: dict[str, Any], theirs: dict[str, Any], home: Path, own: bool) -> list[str]:
     """Where cachediag differs from ccusage, each value checked, as docs/usage.md explains:
-    opencode's reasoning stays in ``outputTokens`` (its records hold it in the output;
-    the totals agree), and its calls are dated when their step started, ccusage's by
-    their message, less than a second apart here. ``own``: opencode's own report."""
-    reasoning = opencode_reasoning(home)
-    total = sum(reasoning.values())
-    assert total > 0  # the difference is there, not vacuous
+    opencode's calls are dated when their step started, ccusage's by their message, less
+    than a second apart here. Its reasoning is left out of ``outputTokens`` by both (in
+    the totals and the cost): checked here, as it is in the recorded session, so that
+    equal ``outputTokens`` are not equal for want of any. ``own``: opencode's report."""
+    assert sum(opencode_reasoning(home).values()) > 0
     out = []
     for key, lines in theirs.items():
         if not isinstance(lines, list):
             continue
         for i, line in enumerate(lines):
-            agents = line.get("metadata", {}).get("agents", [line.get("agent")])
-            if not own and "opencode" not in agents:
-                continue
-            where, got = f"$.{key}[{i}]", mine[key][i]
-            # The one opencode session falls in one line of each report.
-            assert got["outputTokens"] - line["outputTokens"] == total, where
-            assert got["totalTokens"] == line["totalTokens"], where
-            out.append(f"{where}.outputTokens")
-            for j, b in enumerate(line["modelBreakdowns"]):
-                extra = reasoning.get(b["modelName"], 0)
-                assert got["modelBreakdowns"][j]["outputTokens"] - b["outputTokens"] == extra
-                if extra:
-                    out.append(f"{where}.modelBreakdowns[{j}].outputTokens")
             if line.get("agent") == "opencode":
+                where, got = f"$.{key}[{i}]", mine[key][i]
                 gap = _epoch(got["metadata"]["lastActivity"]) - _epoch(
                     line["metadata"]["lastActivity"]
                 )
                 assert 0 <= gap < 1, where
                 if gap:
                     out.append(f"{where}.metadata.lastActivity")
-    assert mine["totals"]["outputTokens"] - theirs["totals"]["outputTokens"] == total
-    out.append("$.totals.outputTokens")
     return sorted(out)
 
 

@@ -149,10 +149,19 @@ def _v2_call(row: Row, msg: dict[str, Any]) -> _Call | None:
     )  # fmt: skip
 
 
+@dataclass(slots=True)
+class OpencodeRequest(RequestRecord):
+    """An opencode model call: a ``RequestRecord`` that knows its reasoning."""
+
+    reasoning_tokens: int = 0
+    """Of ``output_tokens``: the reasoning opencode records apart (``tokens.reasoning``),
+    billed at the output price; ccusage leaves it out of ``outputTokens``."""
+
+
 def _record(call: _Call, ttl: Ttl) -> RequestRecord:
     tokens = call.tokens
     cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
-    return RequestRecord(
+    return OpencodeRequest(
         at=call.at,
         input_tokens=_count(tokens, "input"),
         cache_read_tokens=_count(cache, "read"),
@@ -165,6 +174,7 @@ def _record(call: _Call, ttl: Ttl) -> RequestRecord:
         message_id=call.message_id,
         provider=call.provider,
         stream=COMPACTION_STREAM if call.compaction else MAIN_STREAM,
+        reasoning_tokens=_count(tokens, "reasoning"),
     )
 
 

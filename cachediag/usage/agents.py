@@ -38,10 +38,13 @@ _REASONING = b'"reasoning_output_tokens"'
 
 def hidden_output(record: RequestRecord) -> int:
     """Output tokens ccusage leaves out of ``outputTokens`` (yet counts in the total and
-    the cost): Gemini CLI's thinking."""
+    the cost): Gemini CLI's thinking, opencode's reasoning."""
     from cachediag.ingest.gemini import GeminiRequest
+    from cachediag.ingest.opencode import OpencodeRequest
 
-    return record.thoughts_tokens if isinstance(record, GeminiRequest) else 0
+    if isinstance(record, GeminiRequest):
+        return record.thoughts_tokens
+    return record.reasoning_tokens if isinstance(record, OpencodeRequest) else 0
 
 
 def codex_session(source: str, session_id: str) -> str:

@@ -82,7 +82,8 @@ class RequestRow:
     """Whose session it is (``ingest.agents.agent_of``): claude, codex, gemini, opencode."""
     hidden_output_tokens: int = 0
     """Output billed but left out of ``output_tokens``, as ccusage leaves it out of
-    ``outputTokens`` while its total and cost count it (Gemini CLI's thinking)."""
+    ``outputTokens`` while its total and cost count it (Gemini CLI's thinking, opencode's
+    reasoning)."""
     reasoning_tokens: int = 0
     """Of ``output_tokens``, the reasoning (Codex's ``reasoning_output_tokens``: ccusage's
     ``reasoningOutputTokens``); 0 where the log does not tell them apart."""
