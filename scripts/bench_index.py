@@ -13,7 +13,9 @@ of paired ratios:
 - unchanged: the history as the previous run left it (its stored answer printed);
 - rows: the same, the stored answers deleted before each run (the rows from the index);
 - appended: one response appended to a transcript before each run (of each tool);
-- no index: ``cachediag daily --json --no-index``, everything read as ccusage does.
+- no index: ``cachediag daily --json --no-index``, everything read as ccusage does;
+- floor: a process that only imports what classifying one appended response needs (the
+  transcript reader, the ledger, the prices), timed beside the appended runs.
 
 Targets: unchanged at most 0.2x ccusage, appended at most 0.3x. Each run's output is
 checked: with and without the index cachediag prints the same bytes (exit 1 if not).
@@ -48,6 +50,12 @@ from bench_analyze import (
 )
 from bench_statusline import append_response, last_response
 
+FLOOR_IMPORTS = (
+    "import cachediag.analysis.ledger, cachediag.ingest.transcript, "
+    "cachediag.analysis.costs, cachediag.pricing.slots, orjson"
+)
+"""What any answer to an append must load to turn the new lines into rows the one
+ledger classified: timed alone, it is the floor under the appended target."""
 BUNDLED_CORPUS = Path(__file__).resolve().parent.parent / "fixtures" / "real"
 TARGETS = {"unchanged": 0.2, "appended": 0.3}
 """Issue 27's; ``rows`` (no stored answer) is shown against ccusage without one."""
@@ -133,11 +141,15 @@ def main(argv: list[str] | None = None) -> int:
         target = largest_transcript(tree)
         template = last_response(target.read_bytes().splitlines()[-400:])
         n = 0
+        venv = args.install == "venv"
+        python = str(Path(command[0]).with_name("python")) if venv else sys.executable
+        floor = Tool("floor", [python, "-c", FLOOR_IMPORTS], ours_env)
         for i in range(args.runs):
-            order = [ours, theirs] if i % 2 == 0 else [theirs, ours]
+            order = [ours, theirs, floor] if i % 2 == 0 else [floor, theirs, ours]
             for tool in order:
-                append_response(target, template, n)
-                n += 1
+                if tool is not floor:
+                    append_response(target, template, n)
+                    n += 1
                 run(tool, "appended", scratch)
                 if tool is ours:  # the same history read without the index: same bytes
                     run(plain, None, scratch)
@@ -166,7 +178,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {scenario:<11} {median_ms(mine):>10.0f} "
                   f"{median_ms(no_index) if no_index else float('nan'):>11.0f} "
                   f"{median_ms(cc):>9.0f} {ratio:>6.2f}x {paired:>7} {verdict}")  # fmt: skip
-        print("\n(first: ratio against ccusage's unchanged runs; ccusage keeps no index)")
+        low = median_ms(floor.wall["appended"])
+        cc_appended = median_ms(theirs.wall["appended"])
+        print(f"\nfloor of any append in a fresh process that runs the one ledger (it only "
+              f"imports the reader, the ledger and the prices): {low:.0f} ms, "
+              f"{low / cc_appended:.2f}x ccusage's appended run")  # fmt: skip
+        print("(first: ratio against ccusage's unchanged runs; ccusage keeps no index)")
         print("load average at the end: " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
         if mismatches:
             print(f"error: {mismatches} runs printed other bytes with the index than without")
