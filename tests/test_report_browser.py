@@ -417,6 +417,11 @@ def test_several_agents_spend_by_agent_and_the_list_names_each(
         assert headers[:2] == ["project", "agent"]
         cells = page.locator('#session-list td[data-key="agent"]').all_inner_texts()
         assert sorted(cells) == ["claude", "codex", "gemini", "opencode"]
+        # The costliest misses say whose session each is in, beside the session's id.
+        top = page.locator("#top-misses th").all_inner_texts()
+        assert top[2:4] == ["session", "agent"]
+        whose = page.locator("#top-misses tbody td:nth-child(4)").all_inner_texts()
+        assert whose and set(whose) <= {"claude", "codex", "gemini", "opencode"}
         page.fill("#session-filter", "gemini")
         assert page.locator('#session-list tbody td[data-key="agent"]').all_inner_texts() == [
             "gemini"
@@ -431,5 +436,6 @@ def test_several_agents_spend_by_agent_and_the_list_names_each(
     try:
         assert not one.page.locator("#agent-panel").is_visible()
         assert "agent" not in one.page.locator("#session-list th").all_inner_texts()
+        assert "agent" not in one.page.locator("#top-misses th").all_inner_texts()
     finally:
         one.page.close()

@@ -232,11 +232,13 @@
       document.getElementById("top-misses-empty").hidden = false;
       return;
     }
+    // Whose session each miss is in, where the report holds more than one agent's.
+    var agents = (OV.agents || []).length > 1;
     var rows = OV.top_misses.map(function (m) {
       var n = sessionLink(m.session_id);
       var link = el("a", { href: "#session=" + n + "&miss=" + encodeURIComponent(m.stream + ":" + m.index),
                            text: m.session_id.slice(0, 8), title: m.session_id });
-      return el("tr", {}, [
+      var cells = [
         el("td", { class: "num", text: usd(m.cost_usd) }),
         el("td", { class: "time", text: utc(m.at, true).slice(0, 16) }),
         el("td", {}, [link]),
@@ -244,9 +246,13 @@
         el("td", { class: "num", text: duration(m.gap_s) }),
         el("td", { class: "num", text: tokens(m.reprocessed_tokens) }),
         el("td", { text: m.causes.join(", ") })
-      ]);
+      ];
+      if (agents) cells.splice(3, 0, el("td", { text: m.agent }));
+      return el("tr", {}, cells);
     });
-    fillTable(table, [["re-cache cost", "num"], ["time (UTC)"], ["session"], ["stream"], ["gap", "num"],
-                      ["re-processed tokens", "num"], ["cause"]], rows);
+    var head = [["re-cache cost", "num"], ["time (UTC)"], ["session"], ["stream"], ["gap", "num"],
+                ["re-processed tokens", "num"], ["cause"]];
+    if (agents) head.splice(3, 0, ["agent"]);
+    fillTable(table, head, rows);
   }
 
