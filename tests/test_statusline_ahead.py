@@ -126,3 +126,41 @@ def test_switched_off_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> Non
     assert ahead.usable()
     monkeypatch.setattr(ahead, "enabled", False)
     assert not ahead.usable()  # a process that is not the status line's own
+
+
+ORPHAN_CODE = """
+import os, sys, time
+from cachediag.statusline import ahead
+ahead.enabled = True
+def slow():
+    open(sys.argv[1], "w").write(str(os.getpid()))
+    time.sleep(30)
+ahead.Ahead(slow).start()
+while not os.path.exists(sys.argv[1]) or not open(sys.argv[1]).read():
+    time.sleep(0.01)
+os._exit(0)  # as a status line Claude Code killed: the child is never waited for
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as fp:
+            state = next(line for line in fp if line.startswith("State:"))
+    except (FileNotFoundError, StopIteration):
+        return False
+    return "Z" not in state.split()[1]  # a zombie is dead, only not reaped yet
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="Linux only")
+def test_the_child_dies_with_the_status_line(tmp_path: Path) -> None:
+    import time
+
+    flag = tmp_path / "pid"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("CACHEDIAG_STATUSLINE_AHEAD", None)
+    subprocess.run([sys.executable, "-c", ORPHAN_CODE, str(flag)], env=env, check=True, timeout=20)
+    pid = int(flag.read_text())
+    ends = time.monotonic() + 10
+    while _alive(pid) and time.monotonic() < ends:
+        time.sleep(0.05)
+    assert not _alive(pid)

@@ -17,10 +17,12 @@ appended 171 -> 197 ms wall, 167 -> 236 ms CPU), and the session's check is buil
 Not used: on one core (nothing to gain), in a process that is not the status line's own
 (``main`` enables it: the tests call ``run`` inside pytest, which must not fork), where
 ``os.fork`` is missing, or with ``CACHEDIAG_STATUSLINE_AHEAD=0``. A child that fails,
-or is still reading at the deadline (it is then killed: the index is replaced whole, so
+or is still running shortly after the deadline (it stops reading at the deadline
+itself; one waiting on the index's lock is then killed: the index is replaced whole, so
 stopping it anywhere leaves it consistent), leaves the parent to do the work itself,
-as without it. The child prints nothing and never runs ``atexit`` (``os._exit``); prices
-it looked up are saved before it goes.
+as without it; the child dies with the parent (Linux: ``PR_SET_PDEATHSIG``). It
+prints nothing and never runs ``atexit`` (``os._exit``); prices it looked up are saved
+before it goes.
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ if TYPE_CHECKING:  # typing costs milliseconds at run time; the warm path avoids
     from collections.abc import Callable
 
 ENV = "CACHEDIAG_STATUSLINE_AHEAD"
+GRACE_S = 0.1
+"""How long past the deadline the child may take to save what it read (the budget keeps
+``1 - READ_SHARE`` of itself for saving and printing)."""
 POLL_S = 0.002
 """How often the parent looks whether the child is done (a few wake-ups per run)."""
 
@@ -61,6 +66,7 @@ class Ahead:
     def start(self) -> None:
         if self._pid is not None or not usable():
             return
+        parent = os.getpid()
         try:
             pid = os.fork()
         except OSError:
@@ -68,6 +74,7 @@ class Ahead:
         if pid == 0:  # the child: the work, then out without a trace
             code = 1
             try:
+                _die_with(parent)
                 self._work()
                 code = 0
             finally:
@@ -76,11 +83,14 @@ class Ahead:
         self._pid = pid
 
     def finish(self, deadline: float | None) -> bool:
-        """Wait for the child until ``deadline`` (``time.monotonic``); True when it
-        ended well. One still running then is killed."""
+        """Wait for the child until ``deadline`` (``time.monotonic``) and ``GRACE_S``
+        more (its own reading stops at the deadline, then it saves); True when it ended
+        well. One still running then (waiting on the index's lock) is killed."""
         pid, self._pid = self._pid, None
         if pid is None:
             return False
+        if deadline is not None:
+            deadline += GRACE_S
         while True:
             try:
                 done, status = os.waitpid(pid, os.WNOHANG)
@@ -92,6 +102,22 @@ class Ahead:
                 _kill(pid)
                 return False
             time.sleep(POLL_S)
+
+
+def _die_with(parent: int) -> None:
+    """Linux: the child is killed if the status line is (Claude Code stops a slow one),
+    rather than read on alone."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, 9)  # SIGKILL
+    except (OSError, AttributeError, ImportError):  # not Linux: the deadline still ends it
+        return
+    if os.getppid() != parent:  # the parent went before the call above took effect
+        os._exit(1)
+
+
+_PR_SET_PDEATHSIG = 1
 
 
 def _kill(pid: int) -> None:
