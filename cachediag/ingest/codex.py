@@ -143,9 +143,29 @@ def _apply_turn_context(state: _State, payload: JsonObject) -> None:
     state.effort = effort if isinstance(effort, str) and effort else _DEFAULT_EFFORT
 
 
+@dataclass(slots=True)
+class CodexRequest(RequestRecord):
+    """A Codex model call: a ``RequestRecord`` with what ccusage reads of it besides."""
+
+    reasoning_tokens: int = 0
+    """Of ``output_tokens``: ``reasoning_output_tokens`` (ccusage's
+    ``reasoningOutputTokens``)."""
+    usage_at: float | None = None
+    """When ccusage dates it: the ``token_count`` event that reports the usage (written
+    just after a ``token_usage_record``), else ``None`` (the record's own time)."""
+
+
+_REASONING_KEY = "reasoning_output_tokens"
+
+
+def _reasoning(usage: object) -> int:
+    value = usage.get(_REASONING_KEY) if isinstance(usage, dict) else None
+    return value if type(value) is int and value >= 0 else 0
+
+
 def _usage_record(
     usage: JsonObject, at: float, line: int, state: _State, response_id: str | None
-) -> RequestRecord:
+) -> CodexRequest:
     """Codex's usage: ``input_tokens`` includes ``cached_input_tokens`` (and any
     ``cache_write_input_tokens``); ``output_tokens`` includes the reasoning tokens."""
     prompt = token_count(usage, "input_tokens") or 0
@@ -153,7 +173,7 @@ def _usage_record(
     written = token_count(usage, "cache_write_input_tokens") or 0
     if read + written > prompt:
         raise BadLine("cached_input_tokens exceed input_tokens")
-    return RequestRecord(
+    return CodexRequest(
         at=at,
         input_tokens=prompt - read - written,
         cache_read_tokens=read,
@@ -164,6 +184,7 @@ def _usage_record(
         message_id=response_id,
         line=line,
         fingerprint=state.fingerprint(),
+        reasoning_tokens=_reasoning(usage),
     )
 
 
@@ -174,6 +195,8 @@ class _Calls:
     records: list[RequestRecord] = field(default_factory=list)
     compactions: list[tuple[float, int, str | None]] = field(default_factory=list)
     from_usage_records: bool = False
+    dated: CodexRequest | None = None
+    """The last ``token_usage_record`` call whose ``token_count`` has not come yet."""
 
 
 def _token_count(calls: _Calls, state: _State, payload: JsonObject, at: float, line: int) -> None:
@@ -188,7 +211,9 @@ def _token_count(calls: _Calls, state: _State, payload: JsonObject, at: float, l
     state.last_totals = totals
     if not moved or not any(token_count(last, k) for k in ("input_tokens", "output_tokens")):
         return  # the duplicate at a compaction's start, or the all-zero one after it
-    calls.records.append(_usage_record(last, at, line, state, None))
+    record = _usage_record(last, at, line, state, None)
+    record.usage_at = at
+    calls.records.append(record)
 
 
 def _feed(calls: _Calls, state: _State, log: SessionLog, obj: JsonObject, line: int) -> None:
@@ -211,13 +236,27 @@ def _feed(calls: _Calls, state: _State, log: SessionLog, obj: JsonObject, line: 
             raise BadLine("token_usage_record without usage")
         rid = payload.get("response_id")
         rid = rid if isinstance(rid, str) else None
-        calls.records.append(_usage_record(usage, at, line, state, rid))
+        record = _usage_record(usage, at, line, state, rid)
+        calls.records.append(record)
         calls.from_usage_records = True
+        if _REASONING_KEY in usage:  # ccusage dates it by the token_count to come
+            calls.dated = record
     elif kind == "compacted":
         rid = payload.get("compaction_response_id")
         calls.compactions.append((at, line, rid if isinstance(rid, str) else None))
     elif kind == "event_msg" and payload.get("type") == "token_count":
+        info = payload.get("info")
+        if calls.dated is not None and isinstance(info, dict) and _reports_reasoning(info):
+            calls.dated.usage_at, calls.dated = at, None
         _token_count(calls, state, payload, at, line)
+
+
+def _reports_reasoning(info: JsonObject) -> bool:
+    """A usage event ccusage reads (one that names the reasoning tokens)."""
+    return any(
+        isinstance(usage, dict) and _REASONING_KEY in usage
+        for usage in (info.get("last_token_usage"), info.get("total_token_usage"))
+    )
 
 
 def _session_meta(log: SessionLog, state: _State, payload: JsonObject) -> None:

@@ -11,20 +11,15 @@ the output price). ccusage 20.0.24 shows the same tokens differently per agent
   ``totalTokens`` and cost still count; a session is the chat's session id, whatever
   files a resume spread it over.
 - opencode: a session is the database's session id. Its ``outputTokens`` leave the
-  reasoning out as Gemini's leave the thinking; opencode's records do not keep the
-  reasoning apart (``ingest.opencode`` adds it to the output), so here it stays in
-  ``outputTokens`` (docs/usage.md says so).
+  reasoning out as Gemini's leave the thinking; opencode's records keep it apart
+  (``ingest.opencode.OpencodeRequest``), and so it is left out here too.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import PurePath
-from typing import NamedTuple
 
 from cachediag.model import RequestRecord
-from cachediag.safefiles import open_regular
-from cachediag.usage.stamps import epoch_of_iso
 
 CLAUDE = "claude"
 CODEX = "codex"
@@ -32,8 +27,6 @@ GEMINI = "gemini"
 OPENCODE = "opencode"
 NAMES = {CLAUDE: "Claude Code", CODEX: "Codex", GEMINI: "Gemini CLI", OPENCODE: "opencode"}
 """How tables name each agent."""
-
-_REASONING = b'"reasoning_output_tokens"'
 
 
 def hidden_output(record: RequestRecord) -> int:
@@ -59,53 +52,12 @@ def codex_session(source: str, session_id: str) -> str:
     return path.stem
 
 
-class CodexUsage(NamedTuple):
-    """What ccusage reads of one Codex request besides the reader's tokens."""
+def codex_extra(record: RequestRecord) -> tuple[int, float | None]:
+    """What ccusage reads of a Codex request besides the tokens: its reasoning tokens
+    and when it dates it (``None``: the record's own time), as the rollout's reader kept
+    them (``ingest.codex.CodexRequest``); (0, ``None``) for any other record."""
+    from cachediag.ingest.codex import CodexRequest
 
-    reasoning_tokens: int
-    at: float | None
-    """When ccusage dates it: the ``token_count`` event that reports the usage (written
-    just after the ``token_usage_record``), else ``None`` (the reader's time)."""
-
-
-def codex_usage(source: str) -> dict[int, CodexUsage]:
-    """Per line of a Codex rollout holding a request's usage (a ``token_usage_record``,
-    or a ``token_count`` on older rollouts: the line the reader made the request of),
-    its reasoning tokens and ccusage's time. A file that cannot be read gives nothing
-    (the reader said why)."""
-    try:
-        with open_regular(source) as fp:
-            data = fp.read()
-    except OSError:
-        return {}
-    out: dict[int, CodexUsage] = {}
-    pending: int | None = None
-    for number, raw in enumerate(data.splitlines(), start=1):
-        if _REASONING not in raw:
-            continue
-        try:
-            line = json.loads(raw)
-        except ValueError:
-            continue
-        payload = line.get("payload") if isinstance(line, dict) else None
-        if not isinstance(payload, dict):
-            continue
-        at = epoch_of_iso(line.get("timestamp"))
-        if line.get("type") == "token_usage_record":
-            out[number] = CodexUsage(_reasoning(payload.get("usage")), None)
-            pending = number
-            continue
-        info = payload.get("info")
-        if payload.get("type") != "token_count" or not isinstance(info, dict):
-            continue
-        if pending is not None:
-            out[pending] = out[pending]._replace(at=at)
-            pending = None
-        else:
-            out[number] = CodexUsage(_reasoning(info.get("last_token_usage")), at)
-    return out
-
-
-def _reasoning(usage: object) -> int:
-    value = usage.get("reasoning_output_tokens") if isinstance(usage, dict) else None
-    return value if type(value) is int and value >= 0 else 0
+    if isinstance(record, CodexRequest):
+        return record.reasoning_tokens, record.usage_at
+    return 0, None

@@ -20,9 +20,8 @@ from cachediag.ingest.agents import agent_of
 from cachediag.usage.agents import (
     CLAUDE,
     CODEX,
-    CodexUsage,
+    codex_extra,
     codex_session,
-    codex_usage,
     hidden_output,
 )
 from cachediag.usage.stamps import Kept, last_times, needs_reread
@@ -120,11 +119,10 @@ def row_of(
     dated: dict[str, Kept] | None = None,
     source: str = "",
     agent: str = "claude",
-    codex: dict[int, CodexUsage] | None = None,
 ) -> RequestRow:
     """The row of one ledger entry (its request, outcome and costs); ``dated``: the
     lines ccusage keeps, read again (``stamps.last_times``), else the reader's
-    ``kept_at``; ``codex``: per line, what ccusage reads of a Codex request."""
+    ``kept_at``; a Codex request as ccusage dates it (``agents.codex_extra``)."""
     record = entry.record
     cost = entry_cost(entry, price_of)
     diagnosis = entry.diagnosis
@@ -141,9 +139,9 @@ def row_of(
         at = record.at if kept is None else kept.at
         logged = None if kept is None else kept.logged_cost_usd
     hidden = hidden_output(record)
-    extra = None if codex is None else codex.get(record.line or 0)
-    if extra is not None and extra.at is not None:
-        at = extra.at
+    reasoning, usage_at = codex_extra(record)
+    if usage_at is not None:
+        at = usage_at
     return RequestRow(
         at=at,
         session_id=session_id,
@@ -167,7 +165,7 @@ def row_of(
         request_id=record.request_id,
         agent=agent,
         hidden_output_tokens=hidden,
-        reasoning_tokens=0 if extra is None else extra.reasoning_tokens,
+        reasoning_tokens=reasoning,
     )
 
 
@@ -186,16 +184,10 @@ def session_rows(analysis: SessionAnalysis, price_of: PriceFn) -> list[RequestRo
     files = {s.log.source for s in analysis.streams if s.log.source and s.log.source != "-"}
     ordered = sorted(files)
     dated = last_times(ordered) if needs_reread(log.format, ordered) else None
-    codex: dict[str, dict[int, CodexUsage]] = {}
     rows: list[RequestRow] = []
     for stream in analysis.streams:
         source = stream.log.source or ""
         name = _session_name(agent, source, log.session_id)
-        lines = None
-        if agent == CODEX:
-            lines = codex.get(source)
-            if lines is None:
-                lines = codex[source] = codex_usage(source)
         rows.extend(
             row_of(
                 entry,
@@ -207,7 +199,6 @@ def session_rows(analysis: SessionAnalysis, price_of: PriceFn) -> list[RequestRo
                 dated,
                 source,
                 agent,
-                lines,
             )
             for entry in stream.entries
             if not entry.record.captured_only
