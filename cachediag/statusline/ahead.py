@@ -57,20 +57,21 @@ def usable() -> bool:
 
 
 class Ahead:
-    """At most one child computing ``work()``; ``start`` forks it, ``finish`` waits."""
+    """A child computing ``work()``: ``start`` forks it, ``finish`` waits for it."""
 
     def __init__(self, work: Callable[[], object]) -> None:
         self._work = work
         self._pid: int | None = None
 
-    def start(self) -> None:
-        if self._pid is not None or not usable():
-            return
+    def start(self) -> bool:
+        """Fork the child; False (nothing started) where it is not ``usable``."""
+        if not usable():
+            return False
         parent = os.getpid()
         try:
             pid = os.fork()
         except OSError:
-            return  # no process to spare: the parent reads after its pass
+            return False  # no process to spare: the parent reads after its pass
         if pid == 0:  # the child: the work, then out without a trace
             code = 1
             try:
@@ -81,6 +82,7 @@ class Ahead:
                 _flush_prices()
                 os._exit(code)
         self._pid = pid
+        return True
 
     def finish(self, deadline: float | None) -> bool:
         """Wait for the child until ``deadline`` (``time.monotonic``) and ``GRACE_S``

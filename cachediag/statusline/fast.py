@@ -144,14 +144,14 @@ def _spend_read(
 
 
 def _read_beside(spend: Callable[[], dict[str, Any]] | None, started: list[Any]) -> None:
-    """Called by the cache pass as it starts a whole read: the spend read in a child."""
-    if spend is None:
+    """Called by the cache pass as it starts a whole read: the spend read in a child,
+    once (a state found unusable is read again from byte 0, and calls this again)."""
+    if spend is None or started:
         return
     from cachediag.statusline import ahead
 
-    if ahead.usable():
-        child = ahead.Ahead(spend)
-        child.start()
+    child = ahead.Ahead(spend)
+    if child.start():
         started.append(child)
 
 
